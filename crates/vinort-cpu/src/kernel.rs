@@ -1,0 +1,108 @@
+//! The kernel interface and registry of the Cpu provider.
+
+use std::collections::HashMap;
+use std::ops::RangeInclusive;
+
+use vinort_ir::{Error, Node, Result, RunContext, Tensor, Value, ValueType};
+
+/// A kernel compiled for one node: attributes parsed, constants captured.
+pub trait Kernel: Send + Sync {
+    /// Computes the outputs from the inputs (`None` for omitted optional inputs). Inputs are
+    /// the node's inputs followed by its implicit (outer-scope) inputs.
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>>;
+}
+
+/// What a kernel factory knows about its node at compile time.
+pub struct NodeInfo<'a> {
+    /// The node.
+    pub node: &'a Node,
+    /// Types of its inputs as far as inference knows them (`Unknown` for omitted ones).
+    pub inputs: Vec<ValueType>,
+    /// Values of inputs known before running (initializers, Constant outputs).
+    pub consts: Vec<Option<Tensor>>,
+    /// Types of its outputs as far as inference knows them.
+    pub outputs: Vec<ValueType>,
+}
+
+impl NodeInfo<'_> {
+    /// Constant value of input `i`, if known at compile time.
+    pub fn const_input(&self, i: usize) -> Option<&Tensor> {
+        self.consts.get(i)?.as_ref()
+    }
+
+    /// Element type of input `i`, if known.
+    pub fn input_dtype(&self, i: usize) -> Option<vinort_ir::DType> {
+        self.inputs.get(i)?.tensor_dtype()
+    }
+}
+
+/// Builds a kernel for a node, or refuses it with [`Error::Unsupported`] saying why.
+pub type Factory = fn(&NodeInfo<'_>) -> Result<Box<dyn Kernel>>;
+
+/// Maps `(domain, op_type, opset)` to kernel factories.
+#[derive(Default)]
+pub struct Registry {
+    map: HashMap<(&'static str, &'static str), Vec<(RangeInclusive<i64>, Factory)>>,
+}
+
+impl Registry {
+    /// Registers a factory for an op of a domain ("" is the default ONNX domain) over a range
+    /// of opset versions.
+    pub fn add(&mut self, domain: &'static str, op: &'static str, opsets: RangeInclusive<i64>, f: Factory) {
+        self.map.entry((domain, op)).or_default().push((opsets, f));
+    }
+
+    /// The factory for a node, or the reason there is none.
+    pub fn find(&self, node: &Node) -> std::result::Result<Factory, String> {
+        let domain = if node.domain == "ai.onnx" { "" } else { node.domain.as_str() };
+        let Some(entries) = self.map.get(&(domain, node.op_type.as_str())) else {
+            return Err(format!("no Cpu kernel for {}", node.qualified_op()));
+        };
+        entries.iter().find(|(r, _)| r.contains(&node.opset)).map(|(_, f)| *f).ok_or_else(|| {
+            let ranges: Vec<String> = entries.iter().map(|(r, _)| format!("{}..={}", r.start(), r.end())).collect();
+            format!("Cpu kernel for {} covers opsets {}, not {}", node.qualified_op(), ranges.join(", "), node.opset)
+        })
+    }
+
+    /// Every registered `(domain, op)`.
+    pub fn ops(&self) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
+        self.map.keys().copied()
+    }
+}
+
+/// Input `i` as a tensor; an error when it is missing or not a tensor.
+pub fn tensor_in<'a>(inputs: &[Option<&'a Value>], i: usize) -> Result<&'a Tensor> {
+    match inputs.get(i).copied().flatten() {
+        Some(v) => v.as_tensor(),
+        None => Err(Error::invalid(format!("input {i} is required but missing"))),
+    }
+}
+
+/// Optional input `i` as a tensor (None when omitted or past the end).
+pub fn opt_tensor_in<'a>(inputs: &[Option<&'a Value>], i: usize) -> Result<Option<&'a Tensor>> {
+    inputs.get(i).copied().flatten().map(Value::as_tensor).transpose()
+}
+
+/// Normalises a possibly negative axis against a rank.
+pub fn norm_axis(axis: i64, rank: usize) -> Result<usize> {
+    let r = rank as i64;
+    if axis < -r || axis >= r {
+        return Err(Error::invalid(format!("axis {axis} is out of range for rank {rank}")));
+    }
+    Ok(if axis < 0 { (axis + r) as usize } else { axis as usize })
+}
+
+/// Wraps a closure as a kernel, for ops whose attributes need no parsing.
+pub struct FnKernel<F>(pub F);
+
+impl<F> Kernel for FnKernel<F>
+where
+    F: Fn(&[Option<&Value>]) -> Result<Vec<Value>> + Send + Sync,
+{
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        (self.0)(inputs)
+    }
+}
+
+/// Highest opset of the default domain vinort knows (ONNX 1.23).
+pub const MAX_OPSET: i64 = 28;

@@ -1,0 +1,28 @@
+//! Kernels, one file per op family. Each file's `register` adds its ops to the registry.
+
+use crate::kernel::Registry;
+
+pub mod control;
+#[cfg(feature = "k-elementwise")]
+pub mod elementwise;
+#[cfg(feature = "k-linalg")]
+pub mod linalg;
+#[cfg(feature = "k-norm")]
+pub mod norm;
+#[cfg(feature = "k-shape")]
+pub mod shape;
+
+/// A registry with every kernel of this crate.
+pub fn registry() -> Registry {
+    let mut r = Registry::default();
+    control::register(&mut r);
+    #[cfg(feature = "k-elementwise")]
+    elementwise::register(&mut r);
+    #[cfg(feature = "k-linalg")]
+    linalg::register(&mut r);
+    #[cfg(feature = "k-norm")]
+    norm::register(&mut r);
+    #[cfg(feature = "k-shape")]
+    shape::register(&mut r);
+    r
+}

@@ -1,0 +1,94 @@
+//! Errors of loading, validating and running a graph.
+
+use std::path::PathBuf;
+
+use crate::dtype::DType;
+
+/// Result with vinort's IR error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong below the public API, each naming what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The model file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The bytes are not a valid ONNX protobuf.
+    #[error("not a valid ONNX model: {0}")]
+    Decode(String),
+    /// The model is well-formed protobuf but breaks ONNX's rules.
+    #[error("invalid model: {0}")]
+    InvalidModel(String),
+    /// A node is wrong (dangling input, duplicate output, cycle, bad attribute...).
+    #[error("node '{node}' ({op}): {message}")]
+    Node {
+        /// Node name (or a generated `op_index` name when the model gives none).
+        node: String,
+        /// Op type, with domain when not the default one.
+        op: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A tensor (initializer, Constant value) is wrong.
+    #[error("tensor '{tensor}': {message}")]
+    Tensor {
+        /// Tensor name.
+        tensor: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A tensor's external data cannot be used.
+    #[error("external data of tensor '{tensor}': {message}")]
+    ExternalData {
+        /// Tensor name.
+        tensor: String,
+        /// What is wrong (escaping path, missing file, out of range...).
+        message: String,
+    },
+    /// A typed access asked for the wrong element type.
+    #[error("expected a {expected} tensor, got {found}")]
+    DTypeMismatch {
+        /// Asked for.
+        expected: DType,
+        /// Actually stored.
+        found: DType,
+    },
+    /// Shared bytes are not aligned for typed access; use `Tensor::to_aligned`.
+    #[error("{dtype} tensor bytes are not aligned for typed access")]
+    Misaligned {
+        /// The element type.
+        dtype: DType,
+    },
+    /// A value of the wrong kind (tensor, sequence, optional) was given.
+    #[error("expected {expected}, got {found}")]
+    ValueKind {
+        /// Kind expected.
+        expected: &'static str,
+        /// Kind given.
+        found: &'static str,
+    },
+    /// A run-time failure with an explanation (kernel arguments, shapes...).
+    #[error("{0}")]
+    Invalid(String),
+    /// Something is not supported (by a kernel, a provider or this version).
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+}
+
+impl Error {
+    /// An [`Error::Invalid`] from anything printable.
+    pub fn invalid(msg: impl Into<String>) -> Error {
+        Error::Invalid(msg.into())
+    }
+
+    /// An [`Error::Unsupported`] from anything printable.
+    pub fn unsupported(msg: impl Into<String>) -> Error {
+        Error::Unsupported(msg.into())
+    }
+}

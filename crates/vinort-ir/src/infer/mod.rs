@@ -1,0 +1,166 @@
+//! Shape and type inference: one pure rule per op, from input facts to output facts.
+//!
+//! Inference never fails a load: a rule that cannot decide returns `Unknown`, and the declared
+//! type (if any) is kept. Where a rule decides, its answer wins over the declaration, because
+//! real models declare wrong output shapes.
+
+mod rules;
+
+use std::collections::HashMap;
+
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::graph::{Graph, Node, ValueId};
+use crate::tensor::Tensor;
+use crate::value::{Dim, ValueType};
+
+/// What a rule sees of a node's inputs.
+pub struct InferCtx<'a> {
+    /// The node.
+    pub node: &'a Node,
+    /// Known type of each input (`Unknown` for omitted ones).
+    pub inputs: Vec<ValueType>,
+    /// Constant value of each input, when known before running.
+    pub consts: Vec<Option<Tensor>>,
+}
+
+impl InferCtx<'_> {
+    /// Type of input `i` (`Unknown` past the end).
+    pub fn ty(&self, i: usize) -> &ValueType {
+        self.inputs.get(i).unwrap_or(&ValueType::Unknown)
+    }
+    /// Element type of input `i`.
+    pub fn dtype(&self, i: usize) -> Option<DType> {
+        self.ty(i).tensor_dtype()
+    }
+    /// Shape of input `i` when its rank is known.
+    pub fn shape(&self, i: usize) -> Option<&[Dim]> {
+        self.ty(i).tensor_shape()
+    }
+    /// Constant integer contents of input `i`.
+    pub fn const_ints(&self, i: usize) -> Option<Vec<i64>> {
+        self.consts.get(i)?.as_ref()?.to_i64_vec().ok()
+    }
+    /// True when input `i` is given.
+    pub fn has(&self, i: usize) -> bool {
+        self.node.inputs.get(i).is_some_and(Option::is_some)
+    }
+}
+
+/// A shape rule: output types, in output order (fewer entries mean `Unknown` for the rest).
+pub type Rule = fn(&InferCtx<'_>) -> Result<Vec<ValueType>>;
+
+/// The rule for an op, if one is registered.
+pub fn rule_for(domain: &str, op_type: &str) -> Option<Rule> {
+    if !(domain.is_empty() || domain == "ai.onnx") {
+        return None;
+    }
+    rules::lookup(op_type)
+}
+
+/// The tensor a `Constant` node produces.
+pub fn constant_node_value(n: &Node) -> Result<Tensor> {
+    rules::constant_value(n)
+}
+
+/// Infers types through a graph in topological order, keeping declarations where no rule
+/// decides. Also folds `Shape` of static shapes, so later rules see constant shape tensors.
+pub fn infer_graph(g: &mut Graph) {
+    let mut folded: HashMap<ValueId, Tensor> = HashMap::new();
+    for ix in g.order.clone() {
+        let node = &g.dag[ix];
+        let Some(rule) = rule_for(&node.domain, &node.op_type) else {
+            continue;
+        };
+        let inputs = node
+            .inputs
+            .iter()
+            .map(|v| {
+                v.map(|v| g.values[v.index()].ty.clone())
+                    .unwrap_or(ValueType::Unknown)
+            })
+            .collect();
+        let consts = node
+            .inputs
+            .iter()
+            .map(|v| v.and_then(|v| folded.get(&v).cloned().or_else(|| g.constant(v))))
+            .collect();
+        let ctx = InferCtx {
+            node,
+            inputs,
+            consts,
+        };
+        let out = match rule(&ctx) {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::debug!(node = %node.name, error = %e, "shape inference gave up");
+                continue;
+            }
+        };
+        if node.is("Shape")
+            && let Some(s) = ctx.ty(0).static_shape()
+        {
+            let (start, end) = rules::shape_range(node, s.len()).unwrap_or((0, s.len()));
+            let v: Vec<i64> = s[start..end].iter().map(|d| *d as i64).collect();
+            if let (Some(Some(o)), Ok(t)) =
+                (node.outputs.first(), Tensor::from_slice(&[v.len()], &v))
+            {
+                folded.insert(*o, t);
+            }
+        }
+        let outs = node.outputs.clone();
+        for (o, ty) in outs.iter().zip(out) {
+            let Some(o) = o else { continue };
+            if ty == ValueType::Unknown {
+                continue;
+            }
+            let declared = &g.values[o.index()].ty;
+            if *declared != ValueType::Unknown && !compatible(declared, &ty) {
+                tracing::debug!(value = %g.values[o.index()].name, %declared, inferred = %ty, "declared type disagrees with inference; using inference");
+            }
+            let merged = merge(declared, ty);
+            g.set_type(*o, merged);
+        }
+    }
+}
+
+/// Inferred facts refined by declared ones where inference left a dim open.
+fn merge(declared: &ValueType, inferred: ValueType) -> ValueType {
+    match (declared, inferred) {
+        (ValueType::Tensor(dd, Some(ds)), ValueType::Tensor(id, Some(is)))
+            if *dd == id && ds.len() == is.len() =>
+        {
+            ValueType::Tensor(
+                id,
+                Some(
+                    is.into_iter()
+                        .zip(ds)
+                        .map(|(i, d)| if i == Dim::Unknown { d.clone() } else { i })
+                        .collect(),
+                ),
+            )
+        }
+        (ValueType::Tensor(dd, Some(ds)), ValueType::Tensor(id, None)) if *dd == id => {
+            ValueType::Tensor(id, Some(ds.clone()))
+        }
+        (_, i) => i,
+    }
+}
+
+fn compatible(a: &ValueType, b: &ValueType) -> bool {
+    match (a, b) {
+        (ValueType::Tensor(da, sa), ValueType::Tensor(db, sb)) => {
+            da == db
+                && match (sa, sb) {
+                    (Some(x), Some(y)) => {
+                        x.len() == y.len()
+                            && x.iter()
+                                .zip(y)
+                                .all(|(p, q)| p.fixed().zip(q.fixed()).is_none_or(|(p, q)| p == q))
+                    }
+                    _ => true,
+                }
+        }
+        _ => true,
+    }
+}

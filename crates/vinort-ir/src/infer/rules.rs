@@ -1,0 +1,711 @@
+//! Per-op shape rules for the default ONNX domain.
+
+use super::{InferCtx, Rule};
+use crate::attr::Attr;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::graph::Node;
+use crate::tensor::Tensor;
+use crate::value::{Dim, ValueType};
+
+type Out = Result<Vec<ValueType>>;
+
+const SAME_AS_FIRST: &[&str] = &[
+    "Abs",
+    "Neg",
+    "Sqrt",
+    "Exp",
+    "Log",
+    "Erf",
+    "Tanh",
+    "Sigmoid",
+    "Relu",
+    "LeakyRelu",
+    "Clip",
+    "HardSigmoid",
+    "HardSwish",
+    "Gelu",
+    "Identity",
+    "Softmax",
+    "LogSoftmax",
+    "Ceil",
+    "Floor",
+    "Round",
+    "Reciprocal",
+    "Sin",
+    "Cos",
+    "Tan",
+    "Asin",
+    "Acos",
+    "Atan",
+    "Sinh",
+    "Cosh",
+    "Asinh",
+    "Acosh",
+    "Atanh",
+    "Elu",
+    "Selu",
+    "Celu",
+    "Softplus",
+    "Softsign",
+    "Sign",
+    "Mish",
+    "Shrink",
+    "ThresholdedRelu",
+    "LRN",
+    "InstanceNormalization",
+    "MeanVarianceNormalization",
+    "CumSum",
+    "Hardmax",
+    "BitwiseNot",
+];
+const BROADCAST_SAME: &[&str] = &[
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Pow",
+    "Mod",
+    "PRelu",
+    "Max",
+    "Min",
+    "Sum",
+    "Mean",
+    "BitShift",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
+];
+const BROADCAST_BOOL: &[&str] = &[
+    "Equal",
+    "Less",
+    "Greater",
+    "LessOrEqual",
+    "GreaterOrEqual",
+    "And",
+    "Or",
+    "Xor",
+];
+
+pub(super) fn lookup(op: &str) -> Option<Rule> {
+    if SAME_AS_FIRST.contains(&op) {
+        return Some(same_as_first);
+    }
+    if BROADCAST_SAME.contains(&op) {
+        return Some(|c| broadcast_all(c, c.dtype(0)));
+    }
+    if BROADCAST_BOOL.contains(&op) {
+        return Some(|c| broadcast_all(c, Some(DType::Bool)));
+    }
+    Some(match op {
+        "Not" | "IsNaN" | "IsInf" => |c| Ok(vec![with_dtype(c.ty(0), DType::Bool)]),
+        "Where" => where_,
+        "Cast" => cast,
+        "CastLike" => |c| {
+            Ok(vec![match c.dtype(1) {
+                Some(d) => with_dtype(c.ty(0), d),
+                None => ValueType::Unknown,
+            }])
+        },
+        "BatchNormalization" | "LayerNormalization" | "Dropout" | "RMSNormalization" => {
+            same_as_first
+        }
+        "MatMul" => matmul,
+        "Gemm" => gemm,
+        "Conv" => conv,
+        "MaxPool" | "AveragePool" | "LpPool" => conv,
+        "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => global_pool,
+        "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1"
+        | "ReduceL2" | "ReduceLogSum" | "ReduceLogSumExp" | "ReduceSumSquare" => reduce,
+        "Reshape" => reshape,
+        "Transpose" => transpose,
+        "Concat" => concat,
+        "Flatten" => flatten,
+        "Squeeze" => squeeze,
+        "Unsqueeze" => unsqueeze,
+        "Shape" => shape,
+        "Size" => |_| Ok(vec![ValueType::tensor(DType::I64, &[])]),
+        "Gather" => gather,
+        "Constant" => {
+            |c| constant_value(c.node).map(|t| vec![ValueType::tensor(t.dtype(), t.shape())])
+        }
+        "ConstantOfShape" => constant_of_shape,
+        "Expand" => expand,
+        "Range" => |c| {
+            Ok(vec![ValueType::Tensor(
+                c.dtype(0).unwrap_or(DType::F32),
+                Some(vec![Dim::Unknown]),
+            )])
+            .map(|mut v| {
+                if c.dtype(0).is_none() {
+                    v[0] = ValueType::Unknown;
+                }
+                v
+            })
+        },
+        _ => return None,
+    })
+}
+
+fn same_as_first(c: &InferCtx<'_>) -> Out {
+    Ok(vec![c.ty(0).clone()])
+}
+
+fn with_dtype(t: &ValueType, d: DType) -> ValueType {
+    match t {
+        ValueType::Tensor(_, s) => ValueType::Tensor(d, s.clone()),
+        _ => ValueType::Tensor(d, None),
+    }
+}
+
+fn tensor(d: Option<DType>, shape: Option<Vec<Dim>>) -> ValueType {
+    match d {
+        Some(d) => ValueType::Tensor(d, shape),
+        None => ValueType::Unknown,
+    }
+}
+
+#[cfg(test)]
+fn fixed(s: &[usize]) -> Vec<Dim> {
+    s.iter().map(|d| Dim::Fixed(*d)).collect()
+}
+
+/// Numpy broadcasting of symbolic shapes.
+pub(crate) fn broadcast_dims(a: &[Dim], b: &[Dim]) -> Result<Vec<Dim>> {
+    let r = a.len().max(b.len());
+    let mut out = vec![Dim::Unknown; r];
+    for (i, o) in out.iter_mut().enumerate() {
+        let x = if i + a.len() >= r {
+            &a[i + a.len() - r]
+        } else {
+            &Dim::Fixed(1)
+        };
+        let y = if i + b.len() >= r {
+            &b[i + b.len() - r]
+        } else {
+            &Dim::Fixed(1)
+        };
+        *o = match (x, y) {
+            (Dim::Fixed(1), d) | (d, Dim::Fixed(1)) => d.clone(),
+            (Dim::Fixed(p), Dim::Fixed(q)) if p != q => {
+                return Err(Error::invalid(format!(
+                    "shapes {a:?} and {b:?} do not broadcast"
+                )));
+            }
+            (Dim::Fixed(p), _) | (_, Dim::Fixed(p)) => Dim::Fixed(*p),
+            (p, q) if p == q => p.clone(),
+            _ => Dim::Unknown,
+        };
+    }
+    Ok(out)
+}
+
+fn broadcast_all(c: &InferCtx<'_>, d: Option<DType>) -> Out {
+    let mut shape: Option<Vec<Dim>> = Some(vec![]);
+    for i in 0..c.node.inputs.len() {
+        shape = match (shape, c.shape(i)) {
+            (Some(s), Some(t)) => Some(broadcast_dims(&s, t)?),
+            _ => None,
+        };
+    }
+    Ok(vec![tensor(d, shape)])
+}
+
+fn where_(c: &InferCtx<'_>) -> Out {
+    let mut s = broadcast_all(c, c.dtype(1))?;
+    if c.dtype(1).is_none() {
+        s[0] = ValueType::Unknown;
+    }
+    Ok(s)
+}
+
+fn cast(c: &InferCtx<'_>) -> Out {
+    let to = c.node.req_attr::<i64>("to")?;
+    let d = DType::from_onnx(to as i32)
+        .ok_or_else(|| c.node.error(format!("'to' = {to} is no ONNX data type")))?;
+    Ok(vec![with_dtype(c.ty(0), d)])
+}
+
+fn matmul(c: &InferCtx<'_>) -> Out {
+    let (Some(a), Some(b)) = (c.shape(0), c.shape(1)) else {
+        return Ok(vec![tensor(c.dtype(0), None)]);
+    };
+    if a.is_empty() || b.is_empty() {
+        return Err(c.node.error("MatMul inputs must have rank >= 1"));
+    }
+    let mut a2 = a.to_vec();
+    let mut b2 = b.to_vec();
+    if a.len() == 1 {
+        a2.insert(0, Dim::Fixed(1));
+    }
+    if b.len() == 1 {
+        b2.push(Dim::Fixed(1));
+    }
+    let (m, k1) = (&a2[a2.len() - 2], &a2[a2.len() - 1]);
+    let (k2, n) = (&b2[b2.len() - 2], &b2[b2.len() - 1]);
+    if let (Some(x), Some(y)) = (k1.fixed(), k2.fixed())
+        && x != y
+    {
+        return Err(c.node.error(format!("inner dimensions differ: {x} vs {y}")));
+    }
+    let mut out = broadcast_dims(&a2[..a2.len() - 2], &b2[..b2.len() - 2])?;
+    if a.len() > 1 {
+        out.push(m.clone());
+    }
+    if b.len() > 1 {
+        out.push(n.clone());
+    }
+    Ok(vec![tensor(c.dtype(0), Some(out))])
+}
+
+fn gemm(c: &InferCtx<'_>) -> Out {
+    let ta = c.node.attr_or::<i64>("transA", 0)? != 0;
+    let tb = c.node.attr_or::<i64>("transB", 0)? != 0;
+    let shape = match (c.shape(0), c.shape(1)) {
+        (Some(a), Some(b)) if a.len() == 2 && b.len() == 2 => Some(vec![
+            if ta { a[1].clone() } else { a[0].clone() },
+            if tb { b[0].clone() } else { b[1].clone() },
+        ]),
+        _ => None,
+    };
+    Ok(vec![tensor(c.dtype(0), shape)])
+}
+
+/// Conv and pooling: spatial output sizes from kernel, strides, pads, dilations, auto_pad.
+fn conv(c: &InferCtx<'_>) -> Out {
+    let n = c.node;
+    let Some(x) = c.shape(0) else {
+        return Ok(vec![tensor(c.dtype(0), None)]);
+    };
+    if x.len() < 3 {
+        return Err(n.error("input must have rank >= 3 (N, C, spatial...)"));
+    }
+    let sp = x.len() - 2;
+    let is_conv = n.op_type == "Conv";
+    let kernel: Vec<i64> = match n.attr::<Vec<i64>>("kernel_shape")? {
+        Some(k) => k,
+        None if is_conv => match c.shape(1) {
+            Some(w) if w.len() == x.len() => match w[2..]
+                .iter()
+                .map(|d| d.fixed().map(|v| v as i64))
+                .collect::<Option<Vec<_>>>()
+            {
+                Some(k) => k,
+                None => return Ok(vec![tensor(c.dtype(0), None)]),
+            },
+            _ => return Ok(vec![tensor(c.dtype(0), None)]),
+        },
+        None => return Err(n.error("kernel_shape is required")),
+    };
+    if kernel.len() != sp {
+        return Err(n.error(format!(
+            "kernel_shape has {} dims, input has {sp} spatial dims",
+            kernel.len()
+        )));
+    }
+    let strides = n
+        .attr::<Vec<i64>>("strides")?
+        .unwrap_or_else(|| vec![1; sp]);
+    let dil = n
+        .attr::<Vec<i64>>("dilations")?
+        .unwrap_or_else(|| vec![1; sp]);
+    let pads = n
+        .attr::<Vec<i64>>("pads")?
+        .unwrap_or_else(|| vec![0; 2 * sp]);
+    let auto = n.attr_or::<String>("auto_pad", "NOTSET".into())?;
+    let ceil = n.attr_or::<i64>("ceil_mode", 0)? != 0;
+    if strides.len() != sp || dil.len() != sp || pads.len() != 2 * sp {
+        return Err(n.error("strides, dilations or pads do not match the spatial rank"));
+    }
+    let mut out = vec![x[0].clone()];
+    out.push(if is_conv {
+        match c.shape(1) {
+            Some(w) if !w.is_empty() => w[0].clone(),
+            _ => Dim::Unknown,
+        }
+    } else {
+        x[1].clone()
+    });
+    for i in 0..sp {
+        let d = match x[2 + i].fixed() {
+            None => Dim::Unknown,
+            Some(len) => {
+                let len = len as i64;
+                let s = strides[i].max(1);
+                let ek = (kernel[i] - 1) * dil[i] + 1;
+                let o = match auto.as_str() {
+                    "SAME_UPPER" | "SAME_LOWER" => (len + s - 1) / s,
+                    "VALID" => (len - ek) / s + 1,
+                    _ => {
+                        let num = len + pads[i] + pads[i + sp] - ek;
+                        if num < 0 {
+                            return Err(n.error("kernel is larger than the padded input"));
+                        }
+                        let mut o = if ceil {
+                            (num + s - 1) / s + 1
+                        } else {
+                            num / s + 1
+                        };
+                        // ceil mode: the last window must start inside the input or left pad.
+                        if ceil && (o - 1) * s >= len + pads[i] {
+                            o -= 1;
+                        }
+                        o
+                    }
+                };
+                Dim::Fixed(o.max(0) as usize)
+            }
+        };
+        out.push(d);
+    }
+    let mut v = vec![tensor(c.dtype(0), Some(out.clone()))];
+    if n.op_type == "MaxPool" && n.outputs.len() > 1 {
+        v.push(ValueType::Tensor(DType::I64, Some(out)));
+    }
+    Ok(v)
+}
+
+fn global_pool(c: &InferCtx<'_>) -> Out {
+    let s = c.shape(0).map(|x| {
+        x.iter()
+            .enumerate()
+            .map(|(i, d)| if i < 2 { d.clone() } else { Dim::Fixed(1) })
+            .collect()
+    });
+    Ok(vec![tensor(c.dtype(0), s)])
+}
+
+fn norm_axis(n: &Node, axis: i64, rank: usize) -> Result<usize> {
+    let r = rank as i64;
+    if axis < -r || axis >= r.max(1) {
+        return Err(n.error(format!("axis {axis} is out of range for rank {rank}")));
+    }
+    Ok(if axis < 0 {
+        (axis + r) as usize
+    } else {
+        axis as usize
+    })
+}
+
+fn reduce(c: &InferCtx<'_>) -> Out {
+    let n = c.node;
+    let keep = n.attr_or::<i64>("keepdims", 1)? != 0;
+    // ReduceSum moved axes to an input at opset 13, the others at opset 18.
+    let axes_from_input = (n.op_type == "ReduceSum" && n.opset >= 13) || n.opset >= 18;
+    let axes = if axes_from_input {
+        if c.has(1) {
+            match c.const_ints(1) {
+                Some(a) => Some(a),
+                None => return Ok(vec![tensor(c.dtype(0), None)]),
+            }
+        } else {
+            None
+        }
+    } else {
+        n.attr::<Vec<i64>>("axes")?
+    };
+    let Some(x) = c.shape(0) else {
+        return Ok(vec![tensor(c.dtype(0), None)]);
+    };
+    let noop = n.attr_or::<i64>("noop_with_empty_axes", 0)? != 0;
+    let axes: Vec<usize> = match axes {
+        Some(a) if !a.is_empty() => a
+            .iter()
+            .map(|a| norm_axis(n, *a, x.len()))
+            .collect::<Result<_>>()?,
+        _ if noop => return Ok(vec![c.ty(0).clone()]),
+        _ => (0..x.len()).collect(),
+    };
+    let out = x
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| {
+            if axes.contains(&i) {
+                keep.then_some(Dim::Fixed(1))
+            } else {
+                Some(d.clone())
+            }
+        })
+        .collect();
+    Ok(vec![tensor(c.dtype(0), Some(out))])
+}
+
+fn reshape(c: &InferCtx<'_>) -> Out {
+    let n = c.node;
+    let Some(target) = c.const_ints(1) else {
+        return Ok(vec![tensor(c.dtype(0), None)]);
+    };
+    let allowzero = n.attr_or::<i64>("allowzero", 0)? != 0;
+    let x = c.shape(0);
+    let mut out: Vec<Dim> = Vec::with_capacity(target.len());
+    let mut infer_at = None;
+    for (i, t) in target.iter().enumerate() {
+        out.push(match *t {
+            0 if !allowzero => match x.and_then(|x| x.get(i)) {
+                Some(d) => d.clone(),
+                None if x.is_some() => {
+                    return Err(n.error(format!(
+                        "shape[{i}] = 0 copies a dim the input does not have"
+                    )));
+                }
+                None => Dim::Unknown,
+            },
+            -1 => {
+                if infer_at.replace(i).is_some() {
+                    return Err(n.error("more than one -1 in the target shape"));
+                }
+                Dim::Unknown
+            }
+            v if v < 0 => return Err(n.error(format!("invalid target dim {v}"))),
+            v => Dim::Fixed(v as usize),
+        });
+    }
+    if let (Some(at), Some(total)) = (
+        infer_at,
+        x.and_then(|x| x.iter().map(Dim::fixed).product::<Option<usize>>()),
+    ) {
+        let known: Option<usize> = out
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != at)
+            .map(|(_, d)| d.fixed())
+            .product();
+        if let Some(k) = known {
+            if k == 0 || total % k != 0 {
+                return Err(n.error(format!("cannot infer -1: {total} elements over {k}")));
+            }
+            out[at] = Dim::Fixed(total / k);
+        }
+    }
+    Ok(vec![tensor(c.dtype(0), Some(out))])
+}
+
+fn transpose(c: &InferCtx<'_>) -> Out {
+    let Some(x) = c.shape(0) else {
+        return Ok(vec![tensor(c.dtype(0), None)]);
+    };
+    let perm = c
+        .node
+        .attr::<Vec<i64>>("perm")?
+        .unwrap_or_else(|| (0..x.len() as i64).rev().collect());
+    if perm.len() != x.len() {
+        return Err(c
+            .node
+            .error(format!("perm {perm:?} does not match rank {}", x.len())));
+    }
+    let out = perm
+        .iter()
+        .map(|p| {
+            x.get(*p as usize)
+                .cloned()
+                .ok_or_else(|| c.node.error(format!("bad perm {perm:?}")))
+        })
+        .collect::<Result<_>>()?;
+    Ok(vec![tensor(c.dtype(0), Some(out))])
+}
+
+fn concat(c: &InferCtx<'_>) -> Out {
+    let n = c.node;
+    let axis = n.req_attr::<i64>("axis")?;
+    let mut out: Option<Vec<Dim>> = None;
+    let mut total = Some(0usize);
+    for i in 0..n.inputs.len() {
+        let Some(s) = c.shape(i) else {
+            return Ok(vec![tensor(c.dtype(0), None)]);
+        };
+        let ax = norm_axis(n, axis, s.len())?;
+        total = total.zip(s[ax].fixed()).map(|(a, b)| a + b);
+        if out.is_none() {
+            out = Some(s.to_vec());
+        }
+    }
+    let mut out = out.unwrap_or_default();
+    if !out.is_empty() {
+        let ax = norm_axis(n, axis, out.len())?;
+        out[ax] = total.map(Dim::Fixed).unwrap_or(Dim::Unknown);
+    }
+    Ok(vec![tensor(c.dtype(0), Some(out))])
+}
+
+fn flatten(c: &InferCtx<'_>) -> Out {
+    let Some(x) = c.shape(0) else {
+        return Ok(vec![tensor(c.dtype(0), None)]);
+    };
+    let axis = c.node.attr_or::<i64>("axis", 1)?;
+    let r = x.len() as i64;
+    let a = if axis < 0 { axis + r } else { axis };
+    if a < 0 || a > r {
+        return Err(c
+            .node
+            .error(format!("axis {axis} out of range for rank {r}")));
+    }
+    let prod = |d: &[Dim]| {
+        d.iter()
+            .map(Dim::fixed)
+            .product::<Option<usize>>()
+            .map(Dim::Fixed)
+            .unwrap_or(Dim::Unknown)
+    };
+    Ok(vec![tensor(
+        c.dtype(0),
+        Some(vec![prod(&x[..a as usize]), prod(&x[a as usize..])]),
+    )])
+}
+
+fn axes_of(c: &InferCtx<'_>) -> Result<Option<Vec<i64>>> {
+    if c.node.opset >= 13 {
+        Ok(if c.has(1) { c.const_ints(1) } else { None })
+    } else {
+        c.node.attr::<Vec<i64>>("axes")
+    }
+}
+
+fn squeeze(c: &InferCtx<'_>) -> Out {
+    let Some(x) = c.shape(0) else {
+        return Ok(vec![tensor(c.dtype(0), None)]);
+    };
+    let axes = axes_of(c)?;
+    if c.node.opset >= 13 && c.has(1) && axes.is_none() {
+        return Ok(vec![tensor(c.dtype(0), None)]);
+    }
+    let out = match axes {
+        Some(a) => {
+            let a: Vec<usize> = a
+                .iter()
+                .map(|v| norm_axis(c.node, *v, x.len()))
+                .collect::<Result<_>>()?;
+            x.iter()
+                .enumerate()
+                .filter(|(i, _)| !a.contains(i))
+                .map(|(_, d)| d.clone())
+                .collect()
+        }
+        None => {
+            if x.iter().any(|d| d.fixed().is_none()) {
+                return Ok(vec![tensor(c.dtype(0), None)]);
+            }
+            x.iter().filter(|d| **d != Dim::Fixed(1)).cloned().collect()
+        }
+    };
+    Ok(vec![tensor(c.dtype(0), Some(out))])
+}
+
+fn unsqueeze(c: &InferCtx<'_>) -> Out {
+    let (Some(x), Some(axes)) = (c.shape(0), axes_of(c)?) else {
+        return Ok(vec![tensor(c.dtype(0), None)]);
+    };
+    let r = x.len() + axes.len();
+    let mut a: Vec<usize> = axes
+        .iter()
+        .map(|v| norm_axis(c.node, *v, r))
+        .collect::<Result<_>>()?;
+    a.sort_unstable();
+    let mut it = x.iter();
+    let out = (0..r)
+        .map(|i| {
+            if a.contains(&i) {
+                Some(Dim::Fixed(1))
+            } else {
+                it.next().cloned()
+            }
+        })
+        .collect::<Option<Vec<_>>>();
+    Ok(vec![tensor(c.dtype(0), out)])
+}
+
+pub(super) fn shape_range(n: &Node, rank: usize) -> Result<(usize, usize)> {
+    let r = rank as i64;
+    let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
+    let start = clamp(n.attr_or::<i64>("start", 0)?);
+    let end = clamp(n.attr_or::<i64>("end", r)?);
+    Ok((start, end.max(start)))
+}
+
+fn shape(c: &InferCtx<'_>) -> Out {
+    let len = match c.shape(0) {
+        Some(s) => {
+            let (a, b) = shape_range(c.node, s.len())?;
+            Dim::Fixed(b - a)
+        }
+        None => Dim::Unknown,
+    };
+    Ok(vec![ValueType::Tensor(DType::I64, Some(vec![len]))])
+}
+
+fn gather(c: &InferCtx<'_>) -> Out {
+    let (Some(x), Some(i)) = (c.shape(0), c.shape(1)) else {
+        return Ok(vec![tensor(c.dtype(0), None)]);
+    };
+    let ax = norm_axis(c.node, c.node.attr_or::<i64>("axis", 0)?, x.len())?;
+    let mut out = x[..ax].to_vec();
+    out.extend(i.iter().cloned());
+    out.extend(x[ax + 1..].iter().cloned());
+    Ok(vec![tensor(c.dtype(0), Some(out))])
+}
+
+fn constant_of_shape(c: &InferCtx<'_>) -> Out {
+    let d = match c.node.attr::<Tensor>("value")? {
+        Some(t) => t.dtype(),
+        None => DType::F32,
+    };
+    let shape = match c.const_ints(0) {
+        Some(s) => Some(s.iter().map(|v| Dim::Fixed((*v).max(0) as usize)).collect()),
+        None => c
+            .shape(0)
+            .and_then(|s| s.first())
+            .and_then(Dim::fixed)
+            .map(|r| vec![Dim::Unknown; r]),
+    };
+    Ok(vec![ValueType::Tensor(d, shape)])
+}
+
+fn expand(c: &InferCtx<'_>) -> Out {
+    let (Some(x), Some(s)) = (c.shape(0), c.const_ints(1)) else {
+        return Ok(vec![tensor(c.dtype(0), None)]);
+    };
+    let target: Vec<Dim> = s.iter().map(|v| Dim::Fixed((*v).max(0) as usize)).collect();
+    Ok(vec![tensor(c.dtype(0), Some(broadcast_dims(x, &target)?))])
+}
+
+/// The value of a `Constant` node from whichever attribute holds it.
+pub(super) fn constant_value(n: &Node) -> Result<Tensor> {
+    let (name, a) = n
+        .attrs
+        .first()
+        .ok_or_else(|| n.error("Constant has no value attribute"))?;
+    Ok(match (name.as_str(), a) {
+        ("value" | "sparse_value", Attr::Tensor(t)) => t.clone(),
+        ("value_float", Attr::Float(v)) => Tensor::scalar(*v),
+        ("value_floats", Attr::Floats(v)) => Tensor::from_slice(&[v.len()], v)?,
+        ("value_int", Attr::Int(v)) => Tensor::scalar(*v),
+        ("value_ints", Attr::Ints(v)) => Tensor::from_slice(&[v.len()], v)?,
+        ("value_string", Attr::String(v)) => Tensor::from_strings(&[], vec![v.clone()])?,
+        ("value_strings", Attr::Strings(v)) => Tensor::from_strings(&[v.len()], v.clone())?,
+        _ => {
+            return Err(n.error(format!(
+                "unsupported Constant attribute '{name}' ({})",
+                a.kind()
+            )));
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcasting_follows_numpy() {
+        let a = fixed(&[2, 1, 4]);
+        let b = vec![Dim::Symbol("s".into()), Dim::Fixed(1)];
+        assert_eq!(
+            broadcast_dims(&a, &b).unwrap(),
+            vec![Dim::Fixed(2), Dim::Symbol("s".into()), Dim::Fixed(4)]
+        );
+        assert!(broadcast_dims(&fixed(&[3]), &fixed(&[4])).is_err());
+        assert_eq!(
+            broadcast_dims(&fixed(&[0]), &fixed(&[1])).unwrap(),
+            fixed(&[0])
+        );
+    }
+}

@@ -1,0 +1,75 @@
+//! The execution-provider interface: capability (GetCapability) and compilation.
+//!
+//! A provider is asked, in the user's order, which of the still unclaimed nodes it can run; it
+//! answers with groups of nodes it wants to run together and a reason for every node it
+//! refuses. The session then cuts the graph into partitions and asks each owning provider to
+//! compile its partitions into [`CompiledPartition`]s, which the executor runs.
+
+use petgraph::graph::NodeIndex;
+
+use crate::error::Result;
+use crate::graph::ValueId;
+use crate::load::Model;
+use crate::value::Value;
+
+/// What a provider claims among the nodes offered to it.
+#[derive(Debug, Default, Clone)]
+pub struct Capability {
+    /// Nodes the provider can run. The partitioner groups them into convex partitions.
+    pub claimed: Vec<NodeIndex>,
+    /// Every offered node not claimed, with the reason (the rule or probe that refused it).
+    pub refused: Vec<(NodeIndex, String)>,
+}
+
+/// A partition handed to a provider to compile.
+#[derive(Debug, Clone)]
+pub struct PartitionDef {
+    /// Its nodes, in topological order.
+    pub nodes: Vec<NodeIndex>,
+    /// Values it reads at run time that something outside it produces (graph inputs or other
+    /// partitions' outputs), in the order `run` receives them. Initializers are not inputs:
+    /// the provider takes them from the model.
+    pub inputs: Vec<ValueId>,
+    /// Values it produces that are read outside it (or are graph outputs), in the order `run`
+    /// must return them.
+    pub outputs: Vec<ValueId>,
+    /// True when the partition is the whole main graph with the graph's own inputs and outputs,
+    /// so a provider may compile the original model file instead.
+    pub whole_graph: bool,
+}
+
+/// Per-run options handed to every partition.
+#[derive(Debug, Default)]
+pub struct RunContext {
+    _private: (),
+}
+
+/// A partition compiled by its provider, ready to run many times, from many threads at once.
+pub trait CompiledPartition: Send + Sync {
+    /// Runs once. `inputs` follow [`PartitionDef::inputs`]; the result follows
+    /// [`PartitionDef::outputs`]. Inputs are shared, never copied by the caller.
+    fn run(&self, inputs: &[&Value], ctx: &RunContext) -> Result<Vec<Value>>;
+
+    /// Human-readable facts about the compiled form (device, effective properties...).
+    fn describe(&self) -> String {
+        String::new()
+    }
+}
+
+/// An execution provider.
+pub trait ExecutionProvider: Send + Sync + std::fmt::Debug {
+    /// Short name shown in plans (`Cpu`, `OpenVino(CPU)`).
+    fn name(&self) -> String;
+
+    /// Starts the provider (loads libraries, opens devices). A provider that cannot start is
+    /// skipped or fails the session, as the user's registration policy says.
+    fn start(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Which of `offered` (nodes of the main graph) this provider can run.
+    fn capability(&self, model: &Model, offered: &[NodeIndex]) -> Result<Capability>;
+
+    /// Compiles a partition of the main graph made only of nodes this provider claimed.
+    fn compile(&self, model: &Model, part: &PartitionDef) -> Result<Box<dyn CompiledPartition>>;
+}

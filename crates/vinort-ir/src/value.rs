@@ -1,0 +1,193 @@
+//! Run-time values, following ONNX's type system: tensors, sequences of tensors, optionals.
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+/// A value flowing along a graph edge.
+#[derive(Clone, Debug)]
+pub enum Value {
+    /// A dense tensor.
+    Tensor(Tensor),
+    /// A sequence of tensors sharing one element type (ONNX `seq(tensor(T))`).
+    Sequence(Sequence),
+    /// An optional value: `None` is ONNX's empty optional, carrying its declared type.
+    Optional(Option<Box<Value>>, ValueType),
+}
+
+/// A sequence of tensors. Its element type is known even when it is empty.
+#[derive(Clone, Debug)]
+pub struct Sequence {
+    /// Element type of every tensor.
+    pub dtype: DType,
+    /// The tensors.
+    pub items: Vec<Tensor>,
+}
+
+/// The type of a value, as far as it is known ahead of running.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ValueType {
+    /// A tensor of an element type and a shape (None when the rank is unknown).
+    Tensor(DType, Option<Vec<Dim>>),
+    /// A sequence whose elements have this type.
+    Sequence(Box<ValueType>),
+    /// An optional of this type.
+    Optional(Box<ValueType>),
+    /// A map (from `ai.onnx.ml`) from a key type to a value type.
+    Map(DType, Box<ValueType>),
+    /// Not known.
+    Unknown,
+}
+
+/// One dimension of a declared or inferred shape.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Dim {
+    /// A known extent.
+    Fixed(usize),
+    /// A named symbolic dimension (`batch`, `seq`).
+    Symbol(String),
+    /// Unknown.
+    Unknown,
+}
+
+impl Dim {
+    /// The extent when known.
+    pub fn fixed(&self) -> Option<usize> {
+        match self {
+            Dim::Fixed(n) => Some(*n),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Dim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Dim::Fixed(n) => write!(f, "{n}"),
+            Dim::Symbol(s) => f.write_str(s),
+            Dim::Unknown => f.write_str("?"),
+        }
+    }
+}
+
+impl ValueType {
+    /// A tensor type with a fully known shape.
+    pub fn tensor(dtype: DType, shape: &[usize]) -> ValueType {
+        ValueType::Tensor(dtype, Some(shape.iter().map(|d| Dim::Fixed(*d)).collect()))
+    }
+
+    /// The tensor element type, if this is a tensor type.
+    pub fn tensor_dtype(&self) -> Option<DType> {
+        match self {
+            ValueType::Tensor(d, _) => Some(*d),
+            _ => None,
+        }
+    }
+
+    /// The tensor shape when this is a tensor type of known rank.
+    pub fn tensor_shape(&self) -> Option<&[Dim]> {
+        match self {
+            ValueType::Tensor(_, Some(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The fully known static shape, if every dim is fixed.
+    pub fn static_shape(&self) -> Option<Vec<usize>> {
+        self.tensor_shape()?.iter().map(Dim::fixed).collect()
+    }
+}
+
+impl std::fmt::Display for ValueType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ValueType::Tensor(d, Some(s)) => {
+                write!(f, "{d}[")?;
+                for (i, x) in s.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    write!(f, "{x}")?;
+                }
+                f.write_str("]")
+            }
+            ValueType::Tensor(d, None) => write!(f, "{d}[...]"),
+            ValueType::Sequence(t) => write!(f, "seq({t})"),
+            ValueType::Optional(t) => write!(f, "optional({t})"),
+            ValueType::Map(k, v) => write!(f, "map({k},{v})"),
+            ValueType::Unknown => f.write_str("?"),
+        }
+    }
+}
+
+impl Value {
+    /// A short name of the kind, for errors.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Value::Tensor(_) => "a tensor",
+            Value::Sequence(_) => "a sequence",
+            Value::Optional(..) => "an optional",
+        }
+    }
+
+    /// The tensor, or an error naming what this is instead.
+    pub fn as_tensor(&self) -> Result<&Tensor> {
+        match self {
+            Value::Tensor(t) => Ok(t),
+            other => Err(Error::ValueKind {
+                expected: "a tensor",
+                found: other.kind(),
+            }),
+        }
+    }
+
+    /// The tensor by value.
+    pub fn into_tensor(self) -> Result<Tensor> {
+        match self {
+            Value::Tensor(t) => Ok(t),
+            other => Err(Error::ValueKind {
+                expected: "a tensor",
+                found: other.kind(),
+            }),
+        }
+    }
+
+    /// The sequence, or an error.
+    pub fn as_sequence(&self) -> Result<&Sequence> {
+        match self {
+            Value::Sequence(s) => Ok(s),
+            other => Err(Error::ValueKind {
+                expected: "a sequence",
+                found: other.kind(),
+            }),
+        }
+    }
+
+    /// This value's type as far as it shows (shapes fixed).
+    pub fn value_type(&self) -> ValueType {
+        match self {
+            Value::Tensor(t) => ValueType::tensor(t.dtype(), t.shape()),
+            Value::Sequence(s) => ValueType::Sequence(Box::new(ValueType::Tensor(s.dtype, None))),
+            Value::Optional(Some(v), _) => ValueType::Optional(Box::new(v.value_type())),
+            Value::Optional(None, t) => ValueType::Optional(Box::new(t.clone())),
+        }
+    }
+
+    /// Replaces caller-borrowed storage anywhere inside with owned copies.
+    pub fn detach_borrowed(self) -> Value {
+        match self {
+            Value::Tensor(t) => Value::Tensor(t.detach_borrowed()),
+            Value::Sequence(s) => Value::Sequence(Sequence {
+                dtype: s.dtype,
+                items: s.items.into_iter().map(Tensor::detach_borrowed).collect(),
+            }),
+            Value::Optional(v, t) => Value::Optional(v.map(|v| Box::new(v.detach_borrowed())), t),
+        }
+    }
+}
+
+impl From<Tensor> for Value {
+    fn from(t: Tensor) -> Value {
+        Value::Tensor(t)
+    }
+}

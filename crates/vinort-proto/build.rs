@@ -1,0 +1,17 @@
+//! Compiles the vendored ONNX schema with `protox` (a pure-Rust protobuf compiler), so a fresh
+//! machine needs no system `protoc`.
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let proto_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    let files = ["onnx.proto", "onnx-data.proto"];
+    for f in &files {
+        println!("cargo:rerun-if-changed={}", proto_dir.join(f).display());
+    }
+    let fds = protox::compile(files, [&proto_dir])?;
+    let mut cfg = prost_build::Config::new();
+    // Every `bytes` field becomes `bytes::Bytes`: decoding from a `Bytes` that owns a memory
+    // mapping then slices the mapping instead of copying (this is how raw_data stays zero-copy).
+    cfg.bytes(["."]);
+    cfg.compile_fds(fds)?;
+    Ok(())
+}
