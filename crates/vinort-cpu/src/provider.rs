@@ -5,8 +5,8 @@ use std::sync::{Arc, OnceLock};
 
 use vinort_ir::exec::{Plan, PlanBuilder, Step};
 use vinort_ir::{
-    Capability, CompiledPartition, Error, ExecutionProvider, Graph, Model, NodeIndex, PartitionDef, Result, RunContext, Value,
-    ValueId, ValueType,
+    Capability, CompiledPartition, Error, ExecutionProvider, Graph, Model, NodeIndex, PartitionDef, Result, RunContext,
+    Value, ValueId, ValueType,
 };
 
 use crate::kernel::{Kernel, NodeInfo, Registry};
@@ -56,14 +56,20 @@ pub fn build_kernel(graph: &Graph, ix: NodeIndex) -> Result<Box<dyn Kernel>> {
 /// Initializers the nodes read become plan constants (aligned once, here, if the mapped file
 /// left them misaligned). Also used for If/Loop/Scan bodies, whose inputs include the outer
 /// values they read.
-pub fn compile_nodes(graph: &Graph, nodes: &[NodeIndex], inputs: &[ValueId], outputs: &[ValueId]) -> Result<Plan<KernelStep>> {
+pub fn compile_nodes(
+    graph: &Graph,
+    nodes: &[NodeIndex],
+    inputs: &[ValueId],
+    outputs: &[ValueId],
+) -> Result<Plan<KernelStep>> {
     let mut b = PlanBuilder::<ValueId, KernelStep>::new();
     for v in inputs {
         b.input(*v);
     }
     for &ix in nodes {
         let node = graph.node(ix);
-        let reads: Vec<Option<ValueId>> = node.inputs.iter().copied().chain(node.implicit_inputs.iter().map(|v| Some(*v))).collect();
+        let reads: Vec<Option<ValueId>> =
+            node.inputs.iter().copied().chain(node.implicit_inputs.iter().map(|v| Some(*v))).collect();
         for v in reads.iter().flatten() {
             if !b.knows(*v)
                 && let Some(t) = graph.initializer(*v)
@@ -104,7 +110,8 @@ impl CompiledPartition for CpuPartition {
 impl CpuProvider {
     /// The names of every op with a Cpu kernel, as `domain::op` ("" domain printed bare).
     pub fn supported_ops() -> Vec<String> {
-        let mut v: Vec<String> = registry().ops().map(|(d, o)| if d.is_empty() { o.to_owned() } else { format!("{d}::{o}") }).collect();
+        let mut v: Vec<String> =
+            registry().ops().map(|(d, o)| if d.is_empty() { o.to_owned() } else { format!("{d}::{o}") }).collect();
         v.sort();
         v
     }

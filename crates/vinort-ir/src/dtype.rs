@@ -90,8 +90,8 @@ impl DType {
         use DType::*;
         match self {
             String => 0,
-            Bool | U8 | I8 | F8E4M3FN | F8E4M3FNUZ | F8E5M2 | F8E5M2FNUZ | U4 | I4 | F4E2M1
-            | F8E8M0 | U2 | I2 | F6E2M3 | F6E3M2 => 1,
+            Bool | U8 | I8 | F8E4M3FN | F8E4M3FNUZ | F8E5M2 | F8E5M2FNUZ | U4 | I4 | F4E2M1 | F8E8M0 | U2 | I2
+            | F6E2M3 | F6E3M2 => 1,
             U16 | I16 | F16 | BF16 => 2,
             F32 | I32 | U32 => 4,
             F64 | I64 | U64 | Complex64 => 8,
@@ -168,9 +168,7 @@ impl std::fmt::Display for DType {
 /// Implementors must be plain data of exactly `DTYPE.size()` bytes with alignment no larger
 /// than 64, for which every bit pattern produced by [`crate::Tensor`] constructors is valid.
 /// (`bool` qualifies because every constructor that takes foreign bytes checks them.)
-pub unsafe trait Elem:
-    Copy + Send + Sync + Default + PartialEq + std::fmt::Debug + 'static
-{
+pub unsafe trait Elem: Copy + Send + Sync + Default + PartialEq + std::fmt::Debug + 'static {
     /// The matching element type.
     const DTYPE: DType;
 }

@@ -99,23 +99,16 @@ impl<K: Hash + Eq + Copy + std::fmt::Debug, S> PlanBuilder<K, S> {
             .iter()
             .map(|k| {
                 k.map(|k| {
-                    self.srcs.get(&k).copied().ok_or_else(|| {
-                        Error::invalid(format!("plan: value {k:?} is read before it is produced"))
-                    })
+                    self.srcs
+                        .get(&k)
+                        .copied()
+                        .ok_or_else(|| Error::invalid(format!("plan: value {k:?} is read before it is produced")))
                 })
                 .transpose()
             })
             .collect::<Result<Vec<_>>>()?;
-        let outs = outputs
-            .iter()
-            .map(|k| k.map(|k| self.new_slot(k)))
-            .collect();
-        self.steps.push(Scheduled {
-            step,
-            inputs: ins,
-            outputs: outs,
-            free_after: vec![],
-        });
+        let outs = outputs.iter().map(|k| k.map(|k| self.new_slot(k))).collect();
+        self.steps.push(Scheduled { step, inputs: ins, outputs: outs, free_after: vec![] });
         Ok(())
     }
 
@@ -140,9 +133,7 @@ impl<K: Hash + Eq + Copy + std::fmt::Debug, S> PlanBuilder<K, S> {
                 }
             }
         }
-        let kept: Vec<bool> = (0..self.slots)
-            .map(|s| self.outputs.contains(&Src::Slot(s)))
-            .collect();
+        let kept: Vec<bool> = (0..self.slots).map(|s| self.outputs.contains(&Src::Slot(s))).collect();
         for (s, l) in last.iter().enumerate() {
             if let Some(i) = l
                 && !kept[s]
@@ -152,13 +143,8 @@ impl<K: Hash + Eq + Copy + std::fmt::Debug, S> PlanBuilder<K, S> {
         }
         // Outputs nobody reads and that are not plan outputs die right after their step.
         for i in 0..self.steps.len() {
-            let dead: Vec<usize> = self.steps[i]
-                .outputs
-                .iter()
-                .flatten()
-                .copied()
-                .filter(|s| last[*s].is_none() && !kept[*s])
-                .collect();
+            let dead: Vec<usize> =
+                self.steps[i].outputs.iter().flatten().copied().filter(|s| last[*s].is_none() && !kept[*s]).collect();
             self.steps[i].free_after.extend(dead);
         }
         Plan {
@@ -198,11 +184,7 @@ impl<S> Plan<S> {
         mut run: impl FnMut(&S, &[Option<&Value>], &RunContext) -> Result<Vec<Value>>,
     ) -> Result<Vec<Value>> {
         if inputs.len() != self.inputs.len() {
-            return Err(Error::invalid(format!(
-                "plan expects {} inputs, got {}",
-                self.inputs.len(),
-                inputs.len()
-            )));
+            return Err(Error::invalid(format!("plan expects {} inputs, got {}", self.inputs.len(), inputs.len())));
         }
         let mut slots: Vec<Option<Value>> = vec![None; self.slots];
         for (s, v) in self.inputs.iter().zip(inputs) {
@@ -215,20 +197,17 @@ impl<S> Plan<S> {
                     args.push(match src {
                         None => None,
                         Some(Src::Const(c)) => Some(&self.constants[*c]),
-                        Some(Src::Slot(s)) => Some(slots[*s].as_ref().ok_or_else(|| {
-                            Error::invalid("plan: a slot was read after it was freed")
-                        })?),
+                        Some(Src::Slot(s)) => Some(
+                            slots[*s]
+                                .as_ref()
+                                .ok_or_else(|| Error::invalid("plan: a slot was read after it was freed"))?,
+                        ),
                     });
                 }
                 run(&st.step, &args, ctx)?
             };
             let wanted = st.outputs.len();
-            if produced.len()
-                < st.outputs
-                    .iter()
-                    .rposition(Option::is_some)
-                    .map_or(0, |p| p + 1)
-            {
+            if produced.len() < st.outputs.iter().rposition(Option::is_some).map_or(0, |p| p + 1) {
                 return Err(Error::invalid(format!(
                     "a step returned {} outputs where {wanted} were expected",
                     produced.len()
@@ -251,11 +230,7 @@ impl<S> Plan<S> {
                 Src::Slot(s) => {
                     // The last listing of a slot moves the value out; earlier ones share it.
                     let again = self.outputs[i + 1..].contains(src);
-                    let v = if again {
-                        slots[*s].clone()
-                    } else {
-                        slots[*s].take()
-                    };
+                    let v = if again { slots[*s].clone() } else { slots[*s].take() };
                     v.ok_or_else(|| Error::invalid("plan: an output was never produced"))
                 }
             })
@@ -273,14 +248,8 @@ mod tests {
     impl Step for AddOne {
         fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
             self.0.fetch_add(1, Ordering::Relaxed);
-            let x = inputs[0]
-                .ok_or_else(|| Error::invalid("missing"))?
-                .as_tensor()?
-                .as_slice::<f32>()?
-                .to_vec();
-            Ok(vec![
-                Tensor::from_vec(&[x.len()], x.iter().map(|v| v + 1.0).collect())?.into(),
-            ])
+            let x = inputs[0].ok_or_else(|| Error::invalid("missing"))?.as_tensor()?.as_slice::<f32>()?.to_vec();
+            Ok(vec![Tensor::from_vec(&[x.len()], x.iter().map(|v| v + 1.0).collect())?.into()])
         }
     }
 
@@ -293,25 +262,16 @@ mod tests {
         b.step(AddOne(&CALLS), &[Some("a")], &[Some("b")]).unwrap();
         b.output("b").unwrap();
         b.output("x").unwrap();
-        assert!(
-            b.step(AddOne(&CALLS), &[Some("nope")], &[Some("c")])
-                .is_err()
-        );
+        assert!(b.step(AddOne(&CALLS), &[Some("nope")], &[Some("c")]).is_err());
         let plan = b.build();
         // `a` dies after the second step; `x` is kept because it is an output.
         assert_eq!(plan.steps[1].free_after, vec![1]);
         assert!(plan.steps[0].free_after.is_empty());
         let x: Value = Tensor::from_slice(&[2], &[1.0f32, 2.0]).unwrap().into();
         let out = plan.run(&[&x], &RunContext::default()).unwrap();
-        assert_eq!(
-            out[0].as_tensor().unwrap().as_slice::<f32>().unwrap(),
-            &[3.0, 4.0]
-        );
+        assert_eq!(out[0].as_tensor().unwrap().as_slice::<f32>().unwrap(), &[3.0, 4.0]);
         // The pass-through output is the caller's tensor itself, not a copy.
-        assert_eq!(
-            out[1].as_tensor().unwrap().data_ptr(),
-            x.as_tensor().unwrap().data_ptr()
-        );
+        assert_eq!(out[1].as_tensor().unwrap().data_ptr(), x.as_tensor().unwrap().data_ptr());
         assert_eq!(CALLS.load(Ordering::Relaxed), 2);
         assert!(plan.run(&[], &RunContext::default()).is_err());
     }

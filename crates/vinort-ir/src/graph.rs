@@ -100,13 +100,9 @@ impl Node {
     pub fn attr<T: FromAttr>(&self, name: &str) -> Result<Option<T>> {
         match self.attr_raw(name) {
             None => Ok(None),
-            Some(a) => T::from_attr(a).map(Some).ok_or_else(|| {
-                self.error(format!(
-                    "attribute '{name}' must be {}, found {}",
-                    T::EXPECTED,
-                    a.kind()
-                ))
-            }),
+            Some(a) => T::from_attr(a)
+                .map(Some)
+                .ok_or_else(|| self.error(format!("attribute '{name}' must be {}, found {}", T::EXPECTED, a.kind()))),
         }
     }
 
@@ -117,21 +113,12 @@ impl Node {
 
     /// A required attribute.
     pub fn req_attr<T: FromAttr>(&self, name: &str) -> Result<T> {
-        self.attr(name)?.ok_or_else(|| {
-            self.error(format!(
-                "required attribute '{name}' ({}) is missing",
-                T::EXPECTED
-            ))
-        })
+        self.attr(name)?.ok_or_else(|| self.error(format!("required attribute '{name}' ({}) is missing", T::EXPECTED)))
     }
 
     /// An error about this node.
     pub fn error(&self, message: impl Into<String>) -> Error {
-        Error::Node {
-            node: self.name.clone(),
-            op: self.qualified_op(),
-            message: message.into(),
-        }
+        Error::Node { node: self.name.clone(), op: self.qualified_op(), message: message.into() }
     }
 
     /// The subgraphs held in attributes (If branches, Loop/Scan bodies).
@@ -185,10 +172,7 @@ impl Graph {
 
     /// All values.
     pub fn values(&self) -> impl Iterator<Item = (ValueId, &ValueInfo)> {
-        self.values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (ValueId(i as u32), v))
+        self.values.iter().enumerate().map(|(i, v)| (ValueId(i as u32), v))
     }
 
     /// Looks a value up by name.
@@ -238,11 +222,7 @@ impl Graph {
             ValueSource::Initializer(t) => Some(t.clone()),
             ValueSource::Node { node, .. } => {
                 let n = &self.dag[*node];
-                if n.is("Constant") {
-                    crate::infer::constant_node_value(n).ok()
-                } else {
-                    None
-                }
+                if n.is("Constant") { crate::infer::constant_node_value(n).ok() } else { None }
             }
             _ => None,
         }

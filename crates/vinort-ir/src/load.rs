@@ -44,17 +44,8 @@ impl Model {
     /// Loads a model from a file, memory-mapping it: weights in `raw_data` stay in the mapping.
     pub fn load(path: impl AsRef<Path>) -> Result<Model> {
         let path = path.as_ref();
-        let bytes = map_file(path).map_err(|source| Error::Io {
-            path: path.to_owned(),
-            source,
-        })?;
-        let dir = path.parent().map(|p| {
-            if p.as_os_str().is_empty() {
-                PathBuf::from(".")
-            } else {
-                p.to_owned()
-            }
-        });
+        let bytes = map_file(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+        let dir = path.parent().map(|p| if p.as_os_str().is_empty() { PathBuf::from(".") } else { p.to_owned() });
         let mut m = Model::from_bytes_in(bytes, dir)?;
         m.path = Some(path.to_owned());
         Ok(m)
@@ -68,8 +59,7 @@ impl Model {
 
     /// Loads a model from bytes, resolving external data relative to `dir`.
     pub fn from_bytes_in(bytes: Bytes, dir: Option<PathBuf>) -> Result<Model> {
-        let proto =
-            onnx::ModelProto::decode(bytes.clone()).map_err(|e| Error::Decode(e.to_string()))?;
+        let proto = onnx::ModelProto::decode(bytes.clone()).map_err(|e| Error::Decode(e.to_string()))?;
         let ir_version = proto.ir_version.unwrap_or(0);
         if !IR_VERSIONS.contains(&ir_version) {
             return Err(Error::InvalidModel(format!(
@@ -87,17 +77,10 @@ impl Model {
         if opsets.is_empty() {
             return Err(Error::InvalidModel("the model imports no opset".into()));
         }
-        let gp = proto
-            .graph
-            .as_ref()
-            .ok_or_else(|| Error::InvalidModel("the model has no graph".into()))?;
+        let gp = proto.graph.as_ref().ok_or_else(|| Error::InvalidModel("the model has no graph".into()))?;
         let ext = ExternalData::new(dir);
-        let mut builder = Builder {
-            opsets: Arc::new(opsets.clone()),
-            ext: &ext,
-            old_ir: ir_version < 4,
-            node_counter: 0,
-        };
+        let mut builder =
+            Builder { opsets: Arc::new(opsets.clone()), ext: &ext, old_ir: ir_version < 4, node_counter: 0 };
         let graph = builder.graph(gp, &[], 0)?;
         let producer = format!(
             "{} {}",
@@ -106,14 +89,7 @@ impl Model {
         )
         .trim()
         .to_owned();
-        let mut model = Model {
-            ir_version,
-            opsets,
-            producer,
-            graph,
-            path: None,
-            bytes,
-        };
+        let mut model = Model { ir_version, opsets, producer, graph, path: None, bytes };
         crate::infer::infer_graph(&mut model.graph);
         Ok(model)
     }
@@ -139,14 +115,10 @@ pub fn value_type_from_proto(t: &onnx::TypeProto) -> ValueType {
                 s.dim
                     .iter()
                     .map(|d| match &d.value {
-                        Some(onnx::tensor_shape_proto::dimension::Value::DimValue(v))
-                            if *v >= 0 =>
-                        {
+                        Some(onnx::tensor_shape_proto::dimension::Value::DimValue(v)) if *v >= 0 => {
                             Dim::Fixed(*v as usize)
                         }
-                        Some(onnx::tensor_shape_proto::dimension::Value::DimParam(p))
-                            if !p.is_empty() =>
-                        {
+                        Some(onnx::tensor_shape_proto::dimension::Value::DimParam(p)) if !p.is_empty() => {
                             Dim::Symbol(p.clone())
                         }
                         _ => Dim::Unknown,
@@ -156,26 +128,15 @@ pub fn value_type_from_proto(t: &onnx::TypeProto) -> ValueType {
             ValueType::Tensor(d, shape)
         }
         Some(V::SequenceType(s)) => ValueType::Sequence(Box::new(
-            s.elem_type
-                .as_deref()
-                .map(value_type_from_proto)
-                .unwrap_or(ValueType::Unknown),
+            s.elem_type.as_deref().map(value_type_from_proto).unwrap_or(ValueType::Unknown),
         )),
         Some(V::OptionalType(o)) => ValueType::Optional(Box::new(
-            o.elem_type
-                .as_deref()
-                .map(value_type_from_proto)
-                .unwrap_or(ValueType::Unknown),
+            o.elem_type.as_deref().map(value_type_from_proto).unwrap_or(ValueType::Unknown),
         )),
         Some(V::MapType(m)) => match dtype(m.key_type) {
             Some(k) => ValueType::Map(
                 k,
-                Box::new(
-                    m.value_type
-                        .as_deref()
-                        .map(value_type_from_proto)
-                        .unwrap_or(ValueType::Unknown),
-                ),
+                Box::new(m.value_type.as_deref().map(value_type_from_proto).unwrap_or(ValueType::Unknown)),
             ),
             None => ValueType::Unknown,
         },
@@ -190,22 +151,13 @@ struct Scope<'s> {
 impl Builder<'_> {
     fn graph(&mut self, gp: &onnx::GraphProto, outer: &[Scope<'_>], depth: usize) -> Result<Graph> {
         if depth > MAX_DEPTH {
-            return Err(Error::InvalidModel(format!(
-                "subgraphs nest deeper than {MAX_DEPTH} levels"
-            )));
+            return Err(Error::InvalidModel(format!("subgraphs nest deeper than {MAX_DEPTH} levels")));
         }
-        let mut g = Graph {
-            name: gp.name.clone().unwrap_or_default(),
-            opsets: self.opsets.clone(),
-            ..Default::default()
-        };
+        let mut g =
+            Graph { name: gp.name.clone().unwrap_or_default(), opsets: self.opsets.clone(), ..Default::default() };
         let add = |g: &mut Graph, name: &str, ty: ValueType, source: ValueSource| -> ValueId {
             let id = ValueId(g.values.len() as u32);
-            g.values.push(ValueInfo {
-                name: name.to_owned(),
-                ty,
-                source,
-            });
+            g.values.push(ValueInfo { name: name.to_owned(), ty, source });
             g.by_name.insert(name.to_owned(), id);
             id
         };
@@ -228,11 +180,7 @@ impl Builder<'_> {
         // Inputs. An input that is also an initializer (IR < 4 style) stays a constant.
         for vi in &gp.input {
             let name = vi.name.clone().unwrap_or_default();
-            let ty = vi
-                .r#type
-                .as_ref()
-                .map(value_type_from_proto)
-                .unwrap_or(ValueType::Unknown);
+            let ty = vi.r#type.as_ref().map(value_type_from_proto).unwrap_or(ValueType::Unknown);
             if let Some(id) = g.by_name.get(&name) {
                 if matches!(g.values[id.index()].source, ValueSource::Initializer(_)) {
                     if !self.old_ir {
@@ -240,9 +188,7 @@ impl Builder<'_> {
                     }
                     continue;
                 }
-                return Err(Error::InvalidModel(format!(
-                    "graph input '{name}' is declared twice"
-                )));
+                return Err(Error::InvalidModel(format!("graph input '{name}' is declared twice")));
             }
             let pos = g.inputs.len();
             let id = add(&mut g, &name, ty, ValueSource::Input(pos));
@@ -285,16 +231,9 @@ impl Builder<'_> {
                         ValueSource::Initializer(_) => "an initializer".into(),
                         ValueSource::OuterScope => "an outer scope".into(),
                     };
-                    return Err(
-                        g.dag[ix].error(format!("output '{out}' is already produced by {what}"))
-                    );
+                    return Err(g.dag[ix].error(format!("output '{out}' is already produced by {what}")));
                 }
-                let id = add(
-                    &mut g,
-                    out,
-                    ValueType::Unknown,
-                    ValueSource::Node { node: ix, port },
-                );
+                let id = add(&mut g, out, ValueType::Unknown, ValueSource::Node { node: ix, port });
                 g.dag[ix].outputs.push(Some(id));
             }
             pending.push((ix, np));
@@ -315,15 +254,10 @@ impl Builder<'_> {
             let mut attrs = Vec::with_capacity(np.attribute.len());
             let mut implicit: Vec<String> = vec![];
             for a in &np.attribute {
-                let attr = self
-                    .attr(a, &scopes, depth, &mut implicit)
-                    .map_err(|e| match e {
-                        Error::Node { .. } => e,
-                        other => g.dag[ix].error(format!(
-                            "attribute '{}': {other}",
-                            a.name.as_deref().unwrap_or("")
-                        )),
-                    })?;
+                let attr = self.attr(a, &scopes, depth, &mut implicit).map_err(|e| match e {
+                    Error::Node { .. } => e,
+                    other => g.dag[ix].error(format!("attribute '{}': {other}", a.name.as_deref().unwrap_or(""))),
+                })?;
                 attrs.push((a.name.clone().unwrap_or_default(), attr));
             }
             g.dag[ix].attrs = attrs;
@@ -334,9 +268,8 @@ impl Builder<'_> {
                     continue;
                 }
                 let id = self.resolve(&mut g, name, outer).map_err(|_| {
-                    g.dag[ix].error(format!(
-                        "input '{name}' is produced by no node and is no graph input or initializer"
-                    ))
+                    g.dag[ix]
+                        .error(format!("input '{name}' is produced by no node and is no graph input or initializer"))
                 })?;
                 inputs.push(Some(id));
             }
@@ -346,9 +279,7 @@ impl Builder<'_> {
             let mut imp = Vec::with_capacity(implicit.len());
             for name in &implicit {
                 let id = self.resolve(&mut g, name, outer).map_err(|_| {
-                    g.dag[ix].error(format!(
-                        "a subgraph reads '{name}', which no enclosing scope defines"
-                    ))
+                    g.dag[ix].error(format!("a subgraph reads '{name}', which no enclosing scope defines"))
                 })?;
                 imp.push(id);
             }
@@ -357,9 +288,9 @@ impl Builder<'_> {
         // Outputs.
         for vi in &gp.output {
             let name = vi.name.clone().unwrap_or_default();
-            let id = self.resolve(&mut g, &name, outer).map_err(|_| {
-                Error::InvalidModel(format!("graph output '{name}' is produced by nothing"))
-            })?;
+            let id = self
+                .resolve(&mut g, &name, outer)
+                .map_err(|_| Error::InvalidModel(format!("graph output '{name}' is produced by nothing")))?;
             if let Some(t) = vi.r#type.as_ref() {
                 let declared = value_type_from_proto(t);
                 if g.values[id.index()].ty == ValueType::Unknown {
@@ -393,11 +324,7 @@ impl Builder<'_> {
         }
         if outer.iter().any(|s| s.names.contains(name)) {
             let id = ValueId(g.values.len() as u32);
-            g.values.push(ValueInfo {
-                name: name.to_owned(),
-                ty: ValueType::Unknown,
-                source: ValueSource::OuterScope,
-            });
+            g.values.push(ValueInfo { name: name.to_owned(), ty: ValueType::Unknown, source: ValueSource::OuterScope });
             g.by_name.insert(name.to_owned(), id);
             g.outer.push(id);
             return Ok(id);
@@ -406,15 +333,10 @@ impl Builder<'_> {
     }
 
     fn sparse(&self, s: &onnx::SparseTensorProto) -> Result<(String, Tensor)> {
-        let values = s
-            .values
-            .as_ref()
-            .ok_or_else(|| Error::InvalidModel("a sparse initializer has no values".into()))?;
+        let values =
+            s.values.as_ref().ok_or_else(|| Error::InvalidModel("a sparse initializer has no values".into()))?;
         let name = values.name.clone().unwrap_or_default();
-        let terr = |m: String| Error::Tensor {
-            tensor: name.clone(),
-            message: m,
-        };
+        let terr = |m: String| Error::Tensor { tensor: name.clone(), message: m };
         let vals = tensor_from_proto(values, self.ext)?;
         let idx = match &s.indices {
             Some(i) => tensor_from_proto(i, self.ext)?.to_i64_vec()?,
@@ -425,30 +347,20 @@ impl Builder<'_> {
             .iter()
             .map(|d| usize::try_from(*d).map_err(|_| terr(format!("negative dim {d}"))))
             .collect::<Result<_>>()?;
-        let n: usize = dims
-            .iter()
-            .try_fold(1usize, |a, d| a.checked_mul(*d))
-            .ok_or_else(|| terr("too many elements".into()))?;
+        let n: usize =
+            dims.iter().try_fold(1usize, |a, d| a.checked_mul(*d)).ok_or_else(|| terr("too many elements".into()))?;
         let nnz = vals.len();
         // Indices are either [nnz] linear or [nnz, rank] coordinates.
         let linear: Vec<usize> = if idx.len() == nnz {
             idx.iter().map(|i| *i as usize).collect()
         } else if idx.len() == nnz * dims.len() {
             let strides = crate::tensor::strides_of(&dims);
-            idx.chunks(dims.len().max(1))
-                .map(|c| c.iter().zip(&strides).map(|(i, s)| *i as usize * s).sum())
-                .collect()
+            idx.chunks(dims.len().max(1)).map(|c| c.iter().zip(&strides).map(|(i, s)| *i as usize * s).sum()).collect()
         } else {
-            return Err(terr(format!(
-                "{} indices do not fit {nnz} values of rank {}",
-                idx.len(),
-                dims.len()
-            )));
+            return Err(terr(format!("{} indices do not fit {nnz} values of rank {}", idx.len(), dims.len())));
         };
         if let Some(bad) = linear.iter().find(|i| **i >= n) {
-            return Err(terr(format!(
-                "sparse index {bad} is out of range for shape {dims:?}"
-            )));
+            return Err(terr(format!("sparse index {bad} is out of range for shape {dims:?}")));
         }
         let esize = vals.dtype().size();
         let mut dense = Tensor::zeros(vals.dtype(), &dims);
@@ -472,35 +384,32 @@ impl Builder<'_> {
         implicit: &mut Vec<String>,
     ) -> Result<Attr> {
         use onnx::attribute_proto::AttributeType as T;
-        let kind = a
-            .r#type
-            .and_then(|t| T::try_from(t).ok())
-            .unwrap_or_else(|| {
-                // Files from before IR 2 leave `type` unset: infer it from the populated field.
-                if a.f.is_some() {
-                    T::Float
-                } else if a.i.is_some() {
-                    T::Int
-                } else if a.s.is_some() {
-                    T::String
-                } else if a.t.is_some() {
-                    T::Tensor
-                } else if a.g.is_some() {
-                    T::Graph
-                } else if !a.floats.is_empty() {
-                    T::Floats
-                } else if !a.ints.is_empty() {
-                    T::Ints
-                } else if !a.strings.is_empty() {
-                    T::Strings
-                } else if !a.tensors.is_empty() {
-                    T::Tensors
-                } else if !a.graphs.is_empty() {
-                    T::Graphs
-                } else {
-                    T::Undefined
-                }
-            });
+        let kind = a.r#type.and_then(|t| T::try_from(t).ok()).unwrap_or_else(|| {
+            // Files from before IR 2 leave `type` unset: infer it from the populated field.
+            if a.f.is_some() {
+                T::Float
+            } else if a.i.is_some() {
+                T::Int
+            } else if a.s.is_some() {
+                T::String
+            } else if a.t.is_some() {
+                T::Tensor
+            } else if a.g.is_some() {
+                T::Graph
+            } else if !a.floats.is_empty() {
+                T::Floats
+            } else if !a.ints.is_empty() {
+                T::Ints
+            } else if !a.strings.is_empty() {
+                T::Strings
+            } else if !a.tensors.is_empty() {
+                T::Tensors
+            } else if !a.graphs.is_empty() {
+                T::Graphs
+            } else {
+                T::Undefined
+            }
+        });
         let s = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
         let mut sub = |this: &mut Self, gp: &onnx::GraphProto| -> Result<Arc<Graph>> {
             let g = this.graph(gp, scopes, depth + 1)?;
@@ -514,37 +423,30 @@ impl Builder<'_> {
             T::Int => Attr::Int(a.i.unwrap_or(0)),
             T::String => Attr::String(a.s.as_ref().map(s).unwrap_or_default()),
             T::Tensor => Attr::Tensor(tensor_from_proto(
-                a.t.as_ref().ok_or_else(|| {
-                    Error::InvalidModel("tensor attribute without a tensor".into())
-                })?,
+                a.t.as_ref().ok_or_else(|| Error::InvalidModel("tensor attribute without a tensor".into()))?,
                 self.ext,
             )?),
             T::SparseTensor => Attr::Tensor(
-                self.sparse(a.sparse_tensor.as_ref().ok_or_else(|| {
-                    Error::InvalidModel("sparse_tensor attribute without a value".into())
-                })?)?
+                self.sparse(
+                    a.sparse_tensor
+                        .as_ref()
+                        .ok_or_else(|| Error::InvalidModel("sparse_tensor attribute without a value".into()))?,
+                )?
                 .1,
             ),
             T::Graph => Attr::Graph(sub(
                 self,
-                a.g.as_ref()
-                    .ok_or_else(|| Error::InvalidModel("graph attribute without a graph".into()))?,
+                a.g.as_ref().ok_or_else(|| Error::InvalidModel("graph attribute without a graph".into()))?,
             )?),
             T::Floats => Attr::Floats(a.floats.clone()),
             T::Ints => Attr::Ints(a.ints.clone()),
             T::Strings => Attr::Strings(a.strings.iter().map(s).collect()),
-            T::Tensors => Attr::Tensors(
-                a.tensors
-                    .iter()
-                    .map(|t| tensor_from_proto(t, self.ext))
-                    .collect::<Result<_>>()?,
-            ),
-            T::SparseTensors => Attr::Tensors(
-                a.sparse_tensors
-                    .iter()
-                    .map(|t| self.sparse(t).map(|x| x.1))
-                    .collect::<Result<_>>()?,
-            ),
+            T::Tensors => {
+                Attr::Tensors(a.tensors.iter().map(|t| tensor_from_proto(t, self.ext)).collect::<Result<_>>()?)
+            }
+            T::SparseTensors => {
+                Attr::Tensors(a.sparse_tensors.iter().map(|t| self.sparse(t).map(|x| x.1)).collect::<Result<_>>()?)
+            }
             T::Graphs => {
                 let mut v = vec![];
                 for gp in &a.graphs {
@@ -552,16 +454,10 @@ impl Builder<'_> {
                 }
                 Attr::Graphs(v)
             }
-            T::TypeProto => Attr::Type(
-                a.tp.as_ref()
-                    .map(value_type_from_proto)
-                    .unwrap_or(ValueType::Unknown),
-            ),
+            T::TypeProto => Attr::Type(a.tp.as_ref().map(value_type_from_proto).unwrap_or(ValueType::Unknown)),
             T::TypeProtos => Attr::Types(a.type_protos.iter().map(value_type_from_proto).collect()),
             T::Undefined => {
-                return Err(Error::InvalidModel(
-                    "attribute has no type and no value".into(),
-                ));
+                return Err(Error::InvalidModel("attribute has no type and no value".into()));
             }
         })
     }
@@ -571,16 +467,10 @@ impl Builder<'_> {
 pub(crate) fn topo_sort(dag: &DiGraph<Node, ValueId>) -> Result<Vec<NodeIndex>> {
     // Kahn's algorithm keeping file order among ready nodes, so the order is stable and
     // matches the model author's where the file was already sorted.
-    let mut indeg: Vec<usize> = dag
-        .node_indices()
-        .map(|n| dag.neighbors_directed(n, petgraph::Incoming).count())
-        .collect();
-    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = indeg
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| **d == 0)
-        .map(|(i, _)| std::cmp::Reverse(i))
-        .collect();
+    let mut indeg: Vec<usize> =
+        dag.node_indices().map(|n| dag.neighbors_directed(n, petgraph::Incoming).count()).collect();
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> =
+        indeg.iter().enumerate().filter(|(_, d)| **d == 0).map(|(i, _)| std::cmp::Reverse(i)).collect();
     let mut order = Vec::with_capacity(dag.node_count());
     while let Some(std::cmp::Reverse(i)) = ready.pop() {
         let ix = NodeIndex::new(i);
@@ -596,8 +486,7 @@ pub(crate) fn topo_sort(dag: &DiGraph<Node, ValueId>) -> Result<Vec<NodeIndex>> 
     }
     if order.len() != dag.node_count() {
         let stuck = indeg.iter().position(|d| *d > 0).unwrap_or(0);
-        return Err(dag[NodeIndex::new(stuck)]
-            .error("is part of a cycle (its inputs depend on its own outputs)"));
+        return Err(dag[NodeIndex::new(stuck)].error("is part of a cycle (its inputs depend on its own outputs)"));
     }
     Ok(order)
 }

@@ -65,9 +65,7 @@ impl AlignedBuf {
             .unwrap_or_else(|_| panic!("allocation of {len} bytes exceeds the address space"));
         // SAFETY: layout has a non-zero size.
         let raw = unsafe { alloc_zeroed(layout) };
-        let Some(ptr) = NonNull::new(raw) else {
-            std::alloc::handle_alloc_error(layout)
-        };
+        let Some(ptr) = NonNull::new(raw) else { std::alloc::handle_alloc_error(layout) };
         AlignedBuf { ptr, len }
     }
 
@@ -97,12 +95,7 @@ impl Drop for AlignedBuf {
     fn drop(&mut self) {
         if self.len != 0 {
             // SAFETY: allocated in `zeroed` with exactly this layout.
-            unsafe {
-                dealloc(
-                    self.ptr.as_ptr(),
-                    Layout::from_size_align_unchecked(self.len, ALIGN),
-                )
-            }
+            unsafe { dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.len, ALIGN)) }
         }
     }
 }
@@ -141,10 +134,8 @@ fn storage_compatible(stored: DType, as_: DType) -> bool {
     stored == as_
         || matches!(
             (stored, as_),
-            (
-                U4 | U2 | F4E2M1 | F8E4M3FN | F8E4M3FNUZ | F8E5M2 | F8E5M2FNUZ | F8E8M0,
-                U8
-            ) | (I4 | I2, I8)
+            (U4 | U2 | F4E2M1 | F8E4M3FN | F8E4M3FNUZ | F8E5M2 | F8E5M2FNUZ | F8E8M0, U8)
+                | (I4 | I2, I8)
                 | (F6E2M3 | F6E3M2, U8)
         )
 }
@@ -154,11 +145,7 @@ impl Tensor {
     pub fn zeros(dtype: DType, shape: &[usize]) -> Tensor {
         let n = numel(shape);
         if dtype == DType::String {
-            return Tensor {
-                dtype,
-                shape: shape.into(),
-                data: Data::Strings(vec![String::new(); n].into()),
-            };
+            return Tensor { dtype, shape: shape.into(), data: Data::Strings(vec![String::new(); n].into()) };
         }
         let buf = AlignedBuf::zeroed(n * dtype.size());
         Tensor::from_aligned(dtype, shape, buf)
@@ -168,10 +155,7 @@ impl Tensor {
         Tensor {
             dtype,
             shape: shape.into(),
-            data: Data::Bytes {
-                bytes: Bytes::from_owner(buf),
-                origin: Origin::Owned,
-            },
+            data: Data::Bytes { bytes: Bytes::from_owner(buf), origin: Origin::Owned },
         }
     }
 
@@ -197,16 +181,9 @@ impl Tensor {
 
     /// A tensor of another storage-compatible type built like [`Tensor::build`], e.g. an
     /// `I4` tensor filled through `i8`.
-    pub fn build_as<T: Elem>(
-        dtype: DType,
-        shape: &[usize],
-        fill: impl FnOnce(&mut [T]),
-    ) -> Result<Tensor> {
+    pub fn build_as<T: Elem>(dtype: DType, shape: &[usize], fill: impl FnOnce(&mut [T])) -> Result<Tensor> {
         if !storage_compatible(dtype, T::DTYPE) {
-            return Err(Error::DTypeMismatch {
-                expected: dtype,
-                found: T::DTYPE,
-            });
+            return Err(Error::DTypeMismatch { expected: dtype, found: T::DTYPE });
         }
         let mut t = Tensor::build::<T>(shape, fill);
         t.dtype = dtype;
@@ -232,11 +209,7 @@ impl Tensor {
     /// A string tensor.
     pub fn from_strings(shape: &[usize], data: Vec<String>) -> Result<Tensor> {
         check_len(shape, data.len())?;
-        Ok(Tensor {
-            dtype: DType::String,
-            shape: shape.into(),
-            data: Data::Strings(data.into()),
-        })
+        Ok(Tensor { dtype: DType::String, shape: shape.into(), data: Data::Strings(data.into()) })
     }
 
     /// A tensor over shared bytes, without copying them when they are suitably aligned
@@ -246,9 +219,7 @@ impl Tensor {
     /// `Bool` bytes other than 0 and 1 are normalised (copied), since they are not valid `bool`.
     pub fn from_shared_bytes(dtype: DType, shape: &[usize], bytes: Bytes) -> Result<Tensor> {
         if dtype == DType::String {
-            return Err(Error::invalid(
-                "string tensors cannot be made from raw bytes",
-            ));
+            return Err(Error::invalid("string tensors cannot be made from raw bytes"));
         }
         let n = numel(shape);
         if bytes.len() != n * dtype.size() {
@@ -265,14 +236,7 @@ impl Tensor {
                 }
             }));
         }
-        Ok(Tensor {
-            dtype,
-            shape: shape.into(),
-            data: Data::Bytes {
-                bytes,
-                origin: Origin::Shared,
-            },
-        })
+        Ok(Tensor { dtype, shape: shape.into(), data: Data::Bytes { bytes, origin: Origin::Shared } })
     }
 
     /// A tensor over memory lent by the caller.
@@ -285,16 +249,12 @@ impl Tensor {
         check_len(shape, data.len())?;
         // SAFETY: the caller keeps `data` alive for as long as the tensor lives (see above);
         // the 'static lifetime is erased, not relied on.
-        let bytes: &'static [u8] = unsafe {
-            std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data))
-        };
+        let bytes: &'static [u8] =
+            unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) };
         Ok(Tensor {
             dtype: T::DTYPE,
             shape: shape.into(),
-            data: Data::Bytes {
-                bytes: Bytes::from_static(bytes),
-                origin: Origin::Borrowed,
-            },
+            data: Data::Bytes { bytes: Bytes::from_static(bytes), origin: Origin::Borrowed },
         })
     }
 
@@ -355,10 +315,7 @@ impl Tensor {
     /// The elements as `T`.
     pub fn as_slice<T: Elem>(&self) -> Result<&[T]> {
         if !storage_compatible(self.dtype, T::DTYPE) {
-            return Err(Error::DTypeMismatch {
-                expected: T::DTYPE,
-                found: self.dtype,
-            });
+            return Err(Error::DTypeMismatch { expected: T::DTYPE, found: self.dtype });
         }
         let bytes = self.as_bytes();
         if bytes.is_empty() {
@@ -376,10 +333,7 @@ impl Tensor {
     pub fn as_strings(&self) -> Result<&[String]> {
         match &self.data {
             Data::Strings(s) => Ok(s),
-            Data::Bytes { .. } => Err(Error::DTypeMismatch {
-                expected: DType::String,
-                found: self.dtype,
-            }),
+            Data::Bytes { .. } => Err(Error::DTypeMismatch { expected: DType::String, found: self.dtype }),
         }
     }
 
@@ -393,8 +347,7 @@ impl Tensor {
     pub fn to_aligned(&self) -> Tensor {
         match &self.data {
             Data::Bytes { bytes, .. }
-                if !bytes.is_empty()
-                    && (bytes.as_ptr() as usize) % self.dtype.size().max(1) != 0 =>
+                if !bytes.is_empty() && (bytes.as_ptr() as usize) % self.dtype.size().max(1) != 0 =>
             {
                 let mut buf = AlignedBuf::zeroed(bytes.len());
                 buf.as_mut_slice().copy_from_slice(bytes);
@@ -408,10 +361,7 @@ impl Tensor {
     /// the same tensor. Used so nothing borrowed outlives a `run`.
     pub fn detach_borrowed(self) -> Tensor {
         match &self.data {
-            Data::Bytes {
-                bytes,
-                origin: Origin::Borrowed,
-            } => {
+            Data::Bytes { bytes, origin: Origin::Borrowed } => {
                 let mut buf = AlignedBuf::zeroed(bytes.len());
                 buf.as_mut_slice().copy_from_slice(bytes);
                 Tensor::from_aligned(self.dtype, &self.shape, buf)
@@ -430,11 +380,7 @@ impl Tensor {
                 shape
             )));
         }
-        Ok(Tensor {
-            dtype: self.dtype,
-            shape: shape.into(),
-            data: self.data.clone(),
-        })
+        Ok(Tensor { dtype: self.dtype, shape: shape.into(), data: self.data.clone() })
     }
 
     /// The same storage relabelled as another storage-compatible type (for example an I8
@@ -443,16 +389,9 @@ impl Tensor {
         if !storage_compatible(dtype, self.dtype) && !storage_compatible(self.dtype, dtype)
             || dtype.size() != self.dtype.size()
         {
-            return Err(Error::DTypeMismatch {
-                expected: dtype,
-                found: self.dtype,
-            });
+            return Err(Error::DTypeMismatch { expected: dtype, found: self.dtype });
         }
-        Ok(Tensor {
-            dtype,
-            shape: self.shape.clone(),
-            data: self.data.clone(),
-        })
+        Ok(Tensor { dtype, shape: self.shape.clone(), data: self.data.clone() })
     }
 
     /// Integer elements widened to i64 (for shape, axes and index inputs).
@@ -469,9 +408,7 @@ impl Tensor {
             U64 => self.as_slice::<u64>()?.iter().map(|v| *v as i64).collect(),
             Bool => self.as_slice::<bool>()?.iter().map(|v| *v as i64).collect(),
             other => {
-                return Err(Error::invalid(format!(
-                    "expected an integer tensor, got {other}"
-                )));
+                return Err(Error::invalid(format!("expected an integer tensor, got {other}")));
             }
         })
     }
@@ -482,16 +419,8 @@ impl Tensor {
         Ok(match self.dtype {
             F32 => self.as_slice::<f32>()?.iter().map(|v| *v as f64).collect(),
             F64 => self.to_vec::<f64>()?,
-            F16 => self
-                .as_slice::<half::f16>()?
-                .iter()
-                .map(|v| v.to_f64())
-                .collect(),
-            BF16 => self
-                .as_slice::<half::bf16>()?
-                .iter()
-                .map(|v| v.to_f64())
-                .collect(),
+            F16 => self.as_slice::<half::f16>()?.iter().map(|v| v.to_f64()).collect(),
+            BF16 => self.as_slice::<half::bf16>()?.iter().map(|v| v.to_f64()).collect(),
             _ => self.to_i64_vec()?.into_iter().map(|v| v as f64).collect(),
         })
     }
@@ -499,10 +428,7 @@ impl Tensor {
 
 fn check_len(shape: &[usize], len: usize) -> Result<()> {
     if numel(shape) != len {
-        return Err(Error::invalid(format!(
-            "shape {shape:?} needs {} elements, got {len}",
-            numel(shape)
-        )));
+        return Err(Error::invalid(format!("shape {shape:?} needs {} elements, got {len}", numel(shape))));
     }
     Ok(())
 }
@@ -524,10 +450,7 @@ mod tests {
     fn typed_access_checks_dtype_and_alignment() {
         let t = Tensor::from_slice(&[2, 2], &[1.0f32, 2.0, 3.0, 4.0]).unwrap();
         assert_eq!(t.as_slice::<f32>().unwrap(), &[1.0, 2.0, 3.0, 4.0]);
-        assert!(matches!(
-            t.as_slice::<i32>(),
-            Err(Error::DTypeMismatch { .. })
-        ));
+        assert!(matches!(t.as_slice::<i32>(), Err(Error::DTypeMismatch { .. })));
         let raw = Bytes::from(vec![0u8; 17]);
         let odd = raw.slice(1..17);
         let m = Tensor::from_shared_bytes(DType::F32, &[4], odd.clone()).unwrap();

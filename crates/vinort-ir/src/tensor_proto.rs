@@ -29,22 +29,11 @@ impl ExternalData {
     /// External data resolved against `base` (the model's folder); `None` refuses all
     /// external data (for models loaded from bytes without a folder).
     pub fn new(base: Option<PathBuf>) -> ExternalData {
-        ExternalData {
-            base,
-            maps: Mutex::new(HashMap::new()),
-        }
+        ExternalData { base, maps: Mutex::new(HashMap::new()) }
     }
 
-    fn load(
-        &self,
-        tensor: &str,
-        entries: &[onnx::StringStringEntryProto],
-        nbytes: usize,
-    ) -> Result<Bytes> {
-        let err = |message: String| Error::ExternalData {
-            tensor: tensor.to_owned(),
-            message,
-        };
+    fn load(&self, tensor: &str, entries: &[onnx::StringStringEntryProto], nbytes: usize) -> Result<Bytes> {
+        let err = |message: String| Error::ExternalData { tensor: tensor.to_owned(), message };
         let mut location = None;
         let mut offset = 0usize;
         let mut length = None;
@@ -53,15 +42,12 @@ impl ExternalData {
             match e.key.as_deref().unwrap_or("") {
                 "location" => location = Some(v.to_owned()),
                 "offset" => {
-                    offset = v
-                        .parse()
-                        .map_err(|_| err(format!("offset '{v}' is not a non-negative integer")))?
+                    offset = v.parse().map_err(|_| err(format!("offset '{v}' is not a non-negative integer")))?
                 }
                 "length" => {
-                    length =
-                        Some(v.parse::<usize>().map_err(|_| {
-                            err(format!("length '{v}' is not a non-negative integer"))
-                        })?)
+                    length = Some(
+                        v.parse::<usize>().map_err(|_| err(format!("length '{v}' is not a non-negative integer")))?,
+                    )
                 }
                 _ => {}
             }
@@ -73,40 +59,26 @@ impl ExternalData {
                 "location '{location}' is an absolute path; it must be relative to the model's folder"
             )));
         }
-        if rel
-            .components()
-            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
-        {
-            return Err(err(format!(
-                "location '{location}' leaves the model's folder"
-            )));
+        if rel.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
+            return Err(err(format!("location '{location}' leaves the model's folder")));
         }
         let base = self.base.as_ref().ok_or_else(|| {
             err("the model was loaded from bytes without a folder, so external data cannot be found".into())
         })?;
         let path = base.join(rel);
         // Symbolic links could still point outside: compare canonical paths.
-        let canon = path
-            .canonicalize()
-            .map_err(|e| err(format!("cannot open '{}': {e}", path.display())))?;
-        let canon_base = base.canonicalize().map_err(|e| {
-            err(format!(
-                "cannot resolve model folder '{}': {e}",
-                base.display()
-            ))
-        })?;
+        let canon = path.canonicalize().map_err(|e| err(format!("cannot open '{}': {e}", path.display())))?;
+        let canon_base =
+            base.canonicalize().map_err(|e| err(format!("cannot resolve model folder '{}': {e}", base.display())))?;
         if !canon.starts_with(&canon_base) {
-            return Err(err(format!(
-                "location '{location}' resolves outside the model's folder"
-            )));
+            return Err(err(format!("location '{location}' resolves outside the model's folder")));
         }
         let file_bytes = {
             let mut maps = self.maps.lock().unwrap_or_else(|p| p.into_inner());
             match maps.get(&canon) {
                 Some(b) => b.clone(),
                 None => {
-                    let b = map_file(&canon)
-                        .map_err(|e| err(format!("cannot map '{}': {e}", canon.display())))?;
+                    let b = map_file(&canon).map_err(|e| err(format!("cannot map '{}': {e}", canon.display())))?;
                     maps.insert(canon.clone(), b.clone());
                     b
                 }
@@ -118,16 +90,13 @@ impl ExternalData {
                 "length {len} does not match the {nbytes} bytes the tensor's type and shape need"
             )));
         }
-        let end = offset
-            .checked_add(len)
-            .filter(|e| *e <= file_bytes.len())
-            .ok_or_else(|| {
-                err(format!(
-                    "bytes {offset}..{} lie beyond the end of '{location}' ({} bytes)",
-                    offset as u128 + len as u128,
-                    file_bytes.len()
-                ))
-            })?;
+        let end = offset.checked_add(len).filter(|e| *e <= file_bytes.len()).ok_or_else(|| {
+            err(format!(
+                "bytes {offset}..{} lie beyond the end of '{location}' ({} bytes)",
+                offset as u128 + len as u128,
+                file_bytes.len()
+            ))
+        })?;
         Ok(file_bytes.slice(offset..end))
     }
 }
@@ -152,13 +121,10 @@ fn dims_of(name: &str, dims: &[i64]) -> Result<Vec<usize>> {
             tensor: name.into(),
             message: format!("negative dimension {d} in {dims:?}"),
         })?;
-        total = total
-            .checked_mul(d)
-            .filter(|t| *t <= isize::MAX as usize / 16)
-            .ok_or_else(|| Error::Tensor {
-                tensor: name.into(),
-                message: format!("shape {dims:?} has too many elements"),
-            })?;
+        total = total.checked_mul(d).filter(|t| *t <= isize::MAX as usize / 16).ok_or_else(|| Error::Tensor {
+            tensor: name.into(),
+            message: format!("shape {dims:?} has too many elements"),
+        })?;
         out.push(d);
     }
     Ok(out)
@@ -167,13 +133,9 @@ fn dims_of(name: &str, dims: &[i64]) -> Result<Vec<usize>> {
 /// Converts a `TensorProto` to a tensor. `ext` resolves external data.
 pub fn tensor_from_proto(t: &TensorProto, ext: &ExternalData) -> Result<Tensor> {
     let name = t.name.as_deref().unwrap_or("");
-    let terr = |message: String| Error::Tensor {
-        tensor: name.to_owned(),
-        message,
-    };
+    let terr = |message: String| Error::Tensor { tensor: name.to_owned(), message };
     let code = t.data_type.unwrap_or(0);
-    let dtype = DType::from_onnx(code)
-        .ok_or_else(|| terr(format!("unknown or undefined data type {code}")))?;
+    let dtype = DType::from_onnx(code).ok_or_else(|| terr(format!("unknown or undefined data type {code}")))?;
     let shape = dims_of(name, &t.dims)?;
     let n = numel(&shape);
 
@@ -183,24 +145,13 @@ pub fn tensor_from_proto(t: &TensorProto, ext: &ExternalData) -> Result<Tensor> 
             return Err(terr("string tensors must use string_data".into()));
         }
         if t.string_data.len() != n {
-            return Err(terr(format!(
-                "{} strings given for shape {shape:?}",
-                t.string_data.len()
-            )));
+            return Err(terr(format!("{} strings given for shape {shape:?}", t.string_data.len())));
         }
-        let s = t
-            .string_data
-            .iter()
-            .map(|b| String::from_utf8_lossy(b).into_owned())
-            .collect();
+        let s = t.string_data.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect();
         return Tensor::from_strings(&shape, s);
     }
     let packed_len = (n * dtype.packed_bits()).div_ceil(8);
-    let raw = if external {
-        Some(ext.load(name, &t.external_data, packed_len)?)
-    } else {
-        t.raw_data.clone()
-    };
+    let raw = if external { Some(ext.load(name, &t.external_data, packed_len)?) } else { t.raw_data.clone() };
     if let Some(raw) = raw {
         if raw.len() != packed_len {
             return Err(terr(format!(
@@ -210,9 +161,9 @@ pub fn tensor_from_proto(t: &TensorProto, ext: &ExternalData) -> Result<Tensor> 
         }
         return match dtype.packed_bits() {
             4 | 2 => Ok(unpack_sub_byte(dtype, &shape, &raw)),
-            _ if matches!(dtype, DType::F6E2M3 | DType::F6E3M2) => Err(Error::unsupported(
-                format!("tensor '{name}': packed raw data of {dtype}"),
-            )),
+            _ if matches!(dtype, DType::F6E2M3 | DType::F6E3M2) => {
+                Err(Error::unsupported(format!("tensor '{name}': packed raw data of {dtype}")))
+            }
             _ => Tensor::from_shared_bytes(dtype, &shape, raw).map_err(|e| terr(e.to_string())),
         };
     }
@@ -227,11 +178,7 @@ fn unpack_sub_byte(dtype: DType, shape: &[usize], raw: &[u8]) -> Tensor {
     let t = Tensor::build::<u8>(shape, |out| {
         for (i, o) in out.iter_mut().enumerate() {
             let v = (raw[i / per] >> ((i % per) * bits)) & mask;
-            *o = if signed && v & (1 << (bits - 1)) != 0 {
-                v | !mask
-            } else {
-                v
-            };
+            *o = if signed && v & (1 << (bits - 1)) != 0 { v | !mask } else { v };
         }
     });
     t.relabel(dtype).unwrap_or(t)
@@ -239,10 +186,7 @@ fn unpack_sub_byte(dtype: DType, shape: &[usize], raw: &[u8]) -> Tensor {
 
 fn check<T>(v: &[T], n: usize, field: &str) -> Result<()> {
     if v.len() != n {
-        return Err(Error::invalid(format!(
-            "{field} has {} values, the shape needs {n}",
-            v.len()
-        )));
+        return Err(Error::invalid(format!("{field} has {} values, the shape needs {n}", v.len())));
     }
     Ok(())
 }
@@ -278,11 +222,7 @@ fn typed_fields(t: &TensorProto, dtype: DType, shape: &[usize]) -> Result<Tensor
         }
         U32 => {
             check(&t.uint64_data, n, "uint64_data")?;
-            Ok(Tensor::build::<u32>(shape, |o| {
-                o.iter_mut()
-                    .zip(&t.uint64_data)
-                    .for_each(|(o, v)| *o = *v as u32)
-            }))
+            Ok(Tensor::build::<u32>(shape, |o| o.iter_mut().zip(&t.uint64_data).for_each(|(o, v)| *o = *v as u32)))
         }
         I32 => from_i32s::<i32>(t, shape, |v| v),
         I16 => from_i32s::<i16>(t, shape, |v| v as i16),
@@ -306,20 +246,12 @@ fn typed_fields(t: &TensorProto, dtype: DType, shape: &[usize]) -> Result<Tensor
         Complex64 => {
             check(&t.float_data, 2 * n, "float_data (complex pairs)")?;
             let b = Tensor::from_slice(&[2 * n], &t.float_data)?;
-            Tensor::from_shared_bytes(
-                Complex64,
-                shape,
-                b.shared_bytes().cloned().unwrap_or_default(),
-            )
+            Tensor::from_shared_bytes(Complex64, shape, b.shared_bytes().cloned().unwrap_or_default())
         }
         Complex128 => {
             check(&t.double_data, 2 * n, "double_data (complex pairs)")?;
             let b = Tensor::from_slice(&[2 * n], &t.double_data)?;
-            Tensor::from_shared_bytes(
-                Complex128,
-                shape,
-                b.shared_bytes().cloned().unwrap_or_default(),
-            )
+            Tensor::from_shared_bytes(Complex128, shape, b.shared_bytes().cloned().unwrap_or_default())
         }
         String => unreachable!("strings are handled by the caller"),
     }
@@ -335,14 +267,8 @@ pub fn tensor_to_proto(name: &str, t: &Tensor) -> TensorProto {
         ..Default::default()
     };
     if t.dtype() == DType::String {
-        p.string_data = t
-            .as_strings()
-            .map(|s| {
-                s.iter()
-                    .map(|s| Bytes::from(s.clone().into_bytes()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        p.string_data =
+            t.as_strings().map(|s| s.iter().map(|s| Bytes::from(s.clone().into_bytes())).collect()).unwrap_or_default();
         return p;
     }
     let bits = t.dtype().packed_bits();
@@ -385,12 +311,8 @@ mod tests {
 
     #[test]
     fn typed_fields_and_bad_counts() {
-        let p = TensorProto {
-            data_type: Some(10),
-            dims: vec![2],
-            int32_data: vec![0x3c00, 0xc000],
-            ..Default::default()
-        };
+        let p =
+            TensorProto { data_type: Some(10), dims: vec![2], int32_data: vec![0x3c00, 0xc000], ..Default::default() };
         let t = tensor_from_proto(&p, &ExternalData::default()).unwrap();
         assert_eq!(t.to_f64_vec().unwrap(), vec![1.0, -2.0]);
         let bad = TensorProto {
@@ -400,21 +322,11 @@ mod tests {
             name: Some("w".into()),
             ..Default::default()
         };
-        let e = tensor_from_proto(&bad, &ExternalData::default())
-            .unwrap_err()
-            .to_string();
+        let e = tensor_from_proto(&bad, &ExternalData::default()).unwrap_err().to_string();
         assert!(e.contains("'w'") && e.contains("float_data"), "{e}");
-        let neg = TensorProto {
-            data_type: Some(1),
-            dims: vec![-3],
-            ..Default::default()
-        };
+        let neg = TensorProto { data_type: Some(1), dims: vec![-3], ..Default::default() };
         assert!(tensor_from_proto(&neg, &ExternalData::default()).is_err());
-        let huge = TensorProto {
-            data_type: Some(1),
-            dims: vec![1 << 40, 1 << 40],
-            ..Default::default()
-        };
+        let huge = TensorProto { data_type: Some(1), dims: vec![1 << 40, 1 << 40], ..Default::default() };
         assert!(tensor_from_proto(&huge, &ExternalData::default()).is_err());
     }
 }

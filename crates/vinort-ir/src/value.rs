@@ -134,10 +134,7 @@ impl Value {
     pub fn as_tensor(&self) -> Result<&Tensor> {
         match self {
             Value::Tensor(t) => Ok(t),
-            other => Err(Error::ValueKind {
-                expected: "a tensor",
-                found: other.kind(),
-            }),
+            other => Err(Error::ValueKind { expected: "a tensor", found: other.kind() }),
         }
     }
 
@@ -145,10 +142,7 @@ impl Value {
     pub fn into_tensor(self) -> Result<Tensor> {
         match self {
             Value::Tensor(t) => Ok(t),
-            other => Err(Error::ValueKind {
-                expected: "a tensor",
-                found: other.kind(),
-            }),
+            other => Err(Error::ValueKind { expected: "a tensor", found: other.kind() }),
         }
     }
 
@@ -156,10 +150,7 @@ impl Value {
     pub fn as_sequence(&self) -> Result<&Sequence> {
         match self {
             Value::Sequence(s) => Ok(s),
-            other => Err(Error::ValueKind {
-                expected: "a sequence",
-                found: other.kind(),
-            }),
+            other => Err(Error::ValueKind { expected: "a sequence", found: other.kind() }),
         }
     }
 

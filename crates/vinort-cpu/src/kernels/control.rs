@@ -52,8 +52,18 @@ impl Kernel for If {
         let outer = &inputs[1..];
         let mut args = Vec::with_capacity(branch.outer_names.len());
         for name in &branch.outer_names {
-            let pos = self.implicit.iter().position(|n| n == name).ok_or_else(|| Error::invalid(format!("outer value '{name}' not bound")))?;
-            args.push(outer.get(pos).copied().flatten().ok_or_else(|| Error::invalid(format!("outer value '{name}' missing")))?);
+            let pos = self
+                .implicit
+                .iter()
+                .position(|n| n == name)
+                .ok_or_else(|| Error::invalid(format!("outer value '{name}' not bound")))?;
+            args.push(
+                outer
+                    .get(pos)
+                    .copied()
+                    .flatten()
+                    .ok_or_else(|| Error::invalid(format!("outer value '{name}' missing")))?,
+            );
         }
         branch.run(&args, ctx)
     }

@@ -75,21 +75,11 @@ pub fn infer_graph(g: &mut Graph) {
         let inputs = node
             .inputs
             .iter()
-            .map(|v| {
-                v.map(|v| g.values[v.index()].ty.clone())
-                    .unwrap_or(ValueType::Unknown)
-            })
+            .map(|v| v.map(|v| g.values[v.index()].ty.clone()).unwrap_or(ValueType::Unknown))
             .collect();
-        let consts = node
-            .inputs
-            .iter()
-            .map(|v| v.and_then(|v| folded.get(&v).cloned().or_else(|| g.constant(v))))
-            .collect();
-        let ctx = InferCtx {
-            node,
-            inputs,
-            consts,
-        };
+        let consts =
+            node.inputs.iter().map(|v| v.and_then(|v| folded.get(&v).cloned().or_else(|| g.constant(v)))).collect();
+        let ctx = InferCtx { node, inputs, consts };
         let out = match rule(&ctx) {
             Ok(o) => o,
             Err(e) => {
@@ -102,9 +92,7 @@ pub fn infer_graph(g: &mut Graph) {
         {
             let (start, end) = rules::shape_range(node, s.len()).unwrap_or((0, s.len()));
             let v: Vec<i64> = s[start..end].iter().map(|d| *d as i64).collect();
-            if let (Some(Some(o)), Ok(t)) =
-                (node.outputs.first(), Tensor::from_slice(&[v.len()], &v))
-            {
+            if let (Some(Some(o)), Ok(t)) = (node.outputs.first(), Tensor::from_slice(&[v.len()], &v)) {
                 folded.insert(*o, t);
             }
         }
@@ -127,17 +115,10 @@ pub fn infer_graph(g: &mut Graph) {
 /// Inferred facts refined by declared ones where inference left a dim open.
 fn merge(declared: &ValueType, inferred: ValueType) -> ValueType {
     match (declared, inferred) {
-        (ValueType::Tensor(dd, Some(ds)), ValueType::Tensor(id, Some(is)))
-            if *dd == id && ds.len() == is.len() =>
-        {
+        (ValueType::Tensor(dd, Some(ds)), ValueType::Tensor(id, Some(is))) if *dd == id && ds.len() == is.len() => {
             ValueType::Tensor(
                 id,
-                Some(
-                    is.into_iter()
-                        .zip(ds)
-                        .map(|(i, d)| if i == Dim::Unknown { d.clone() } else { i })
-                        .collect(),
-                ),
+                Some(is.into_iter().zip(ds).map(|(i, d)| if i == Dim::Unknown { d.clone() } else { i }).collect()),
             )
         }
         (ValueType::Tensor(dd, Some(ds)), ValueType::Tensor(id, None)) if *dd == id => {
@@ -154,9 +135,7 @@ fn compatible(a: &ValueType, b: &ValueType) -> bool {
                 && match (sa, sb) {
                     (Some(x), Some(y)) => {
                         x.len() == y.len()
-                            && x.iter()
-                                .zip(y)
-                                .all(|(p, q)| p.fixed().zip(q.fixed()).is_none_or(|(p, q)| p == q))
+                            && x.iter().zip(y).all(|(p, q)| p.fixed().zip(q.fixed()).is_none_or(|(p, q)| p == q))
                     }
                     _ => true,
                 }

@@ -76,16 +76,7 @@ const BROADCAST_SAME: &[&str] = &[
     "BitwiseOr",
     "BitwiseXor",
 ];
-const BROADCAST_BOOL: &[&str] = &[
-    "Equal",
-    "Less",
-    "Greater",
-    "LessOrEqual",
-    "GreaterOrEqual",
-    "And",
-    "Or",
-    "Xor",
-];
+const BROADCAST_BOOL: &[&str] = &["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"];
 
 pub(super) fn lookup(op: &str) -> Option<Rule> {
     if SAME_AS_FIRST.contains(&op) {
@@ -107,16 +98,14 @@ pub(super) fn lookup(op: &str) -> Option<Rule> {
                 None => ValueType::Unknown,
             }])
         },
-        "BatchNormalization" | "LayerNormalization" | "Dropout" | "RMSNormalization" => {
-            same_as_first
-        }
+        "BatchNormalization" | "LayerNormalization" | "Dropout" | "RMSNormalization" => same_as_first,
         "MatMul" => matmul,
         "Gemm" => gemm,
         "Conv" => conv,
         "MaxPool" | "AveragePool" | "LpPool" => conv,
         "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => global_pool,
-        "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1"
-        | "ReduceL2" | "ReduceLogSum" | "ReduceLogSumExp" | "ReduceSumSquare" => reduce,
+        "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1" | "ReduceL2"
+        | "ReduceLogSum" | "ReduceLogSumExp" | "ReduceSumSquare" => reduce,
         "Reshape" => reshape,
         "Transpose" => transpose,
         "Concat" => concat,
@@ -126,17 +115,11 @@ pub(super) fn lookup(op: &str) -> Option<Rule> {
         "Shape" => shape,
         "Size" => |_| Ok(vec![ValueType::tensor(DType::I64, &[])]),
         "Gather" => gather,
-        "Constant" => {
-            |c| constant_value(c.node).map(|t| vec![ValueType::tensor(t.dtype(), t.shape())])
-        }
+        "Constant" => |c| constant_value(c.node).map(|t| vec![ValueType::tensor(t.dtype(), t.shape())]),
         "ConstantOfShape" => constant_of_shape,
         "Expand" => expand,
         "Range" => |c| {
-            Ok(vec![ValueType::Tensor(
-                c.dtype(0).unwrap_or(DType::F32),
-                Some(vec![Dim::Unknown]),
-            )])
-            .map(|mut v| {
+            Ok(vec![ValueType::Tensor(c.dtype(0).unwrap_or(DType::F32), Some(vec![Dim::Unknown]))]).map(|mut v| {
                 if c.dtype(0).is_none() {
                     v[0] = ValueType::Unknown;
                 }
@@ -175,22 +158,12 @@ pub(crate) fn broadcast_dims(a: &[Dim], b: &[Dim]) -> Result<Vec<Dim>> {
     let r = a.len().max(b.len());
     let mut out = vec![Dim::Unknown; r];
     for (i, o) in out.iter_mut().enumerate() {
-        let x = if i + a.len() >= r {
-            &a[i + a.len() - r]
-        } else {
-            &Dim::Fixed(1)
-        };
-        let y = if i + b.len() >= r {
-            &b[i + b.len() - r]
-        } else {
-            &Dim::Fixed(1)
-        };
+        let x = if i + a.len() >= r { &a[i + a.len() - r] } else { &Dim::Fixed(1) };
+        let y = if i + b.len() >= r { &b[i + b.len() - r] } else { &Dim::Fixed(1) };
         *o = match (x, y) {
             (Dim::Fixed(1), d) | (d, Dim::Fixed(1)) => d.clone(),
             (Dim::Fixed(p), Dim::Fixed(q)) if p != q => {
-                return Err(Error::invalid(format!(
-                    "shapes {a:?} and {b:?} do not broadcast"
-                )));
+                return Err(Error::invalid(format!("shapes {a:?} and {b:?} do not broadcast")));
             }
             (Dim::Fixed(p), _) | (_, Dim::Fixed(p)) => Dim::Fixed(*p),
             (p, q) if p == q => p.clone(),
@@ -221,8 +194,7 @@ fn where_(c: &InferCtx<'_>) -> Out {
 
 fn cast(c: &InferCtx<'_>) -> Out {
     let to = c.node.req_attr::<i64>("to")?;
-    let d = DType::from_onnx(to as i32)
-        .ok_or_else(|| c.node.error(format!("'to' = {to} is no ONNX data type")))?;
+    let d = DType::from_onnx(to as i32).ok_or_else(|| c.node.error(format!("'to' = {to} is no ONNX data type")))?;
     Ok(vec![with_dtype(c.ty(0), d)])
 }
 
@@ -262,10 +234,9 @@ fn gemm(c: &InferCtx<'_>) -> Out {
     let ta = c.node.attr_or::<i64>("transA", 0)? != 0;
     let tb = c.node.attr_or::<i64>("transB", 0)? != 0;
     let shape = match (c.shape(0), c.shape(1)) {
-        (Some(a), Some(b)) if a.len() == 2 && b.len() == 2 => Some(vec![
-            if ta { a[1].clone() } else { a[0].clone() },
-            if tb { b[0].clone() } else { b[1].clone() },
-        ]),
+        (Some(a), Some(b)) if a.len() == 2 && b.len() == 2 => {
+            Some(vec![if ta { a[1].clone() } else { a[0].clone() }, if tb { b[0].clone() } else { b[1].clone() }])
+        }
         _ => None,
     };
     Ok(vec![tensor(c.dtype(0), shape)])
@@ -285,33 +256,22 @@ fn conv(c: &InferCtx<'_>) -> Out {
     let kernel: Vec<i64> = match n.attr::<Vec<i64>>("kernel_shape")? {
         Some(k) => k,
         None if is_conv => match c.shape(1) {
-            Some(w) if w.len() == x.len() => match w[2..]
-                .iter()
-                .map(|d| d.fixed().map(|v| v as i64))
-                .collect::<Option<Vec<_>>>()
-            {
-                Some(k) => k,
-                None => return Ok(vec![tensor(c.dtype(0), None)]),
-            },
+            Some(w) if w.len() == x.len() => {
+                match w[2..].iter().map(|d| d.fixed().map(|v| v as i64)).collect::<Option<Vec<_>>>() {
+                    Some(k) => k,
+                    None => return Ok(vec![tensor(c.dtype(0), None)]),
+                }
+            }
             _ => return Ok(vec![tensor(c.dtype(0), None)]),
         },
         None => return Err(n.error("kernel_shape is required")),
     };
     if kernel.len() != sp {
-        return Err(n.error(format!(
-            "kernel_shape has {} dims, input has {sp} spatial dims",
-            kernel.len()
-        )));
+        return Err(n.error(format!("kernel_shape has {} dims, input has {sp} spatial dims", kernel.len())));
     }
-    let strides = n
-        .attr::<Vec<i64>>("strides")?
-        .unwrap_or_else(|| vec![1; sp]);
-    let dil = n
-        .attr::<Vec<i64>>("dilations")?
-        .unwrap_or_else(|| vec![1; sp]);
-    let pads = n
-        .attr::<Vec<i64>>("pads")?
-        .unwrap_or_else(|| vec![0; 2 * sp]);
+    let strides = n.attr::<Vec<i64>>("strides")?.unwrap_or_else(|| vec![1; sp]);
+    let dil = n.attr::<Vec<i64>>("dilations")?.unwrap_or_else(|| vec![1; sp]);
+    let pads = n.attr::<Vec<i64>>("pads")?.unwrap_or_else(|| vec![0; 2 * sp]);
     let auto = n.attr_or::<String>("auto_pad", "NOTSET".into())?;
     let ceil = n.attr_or::<i64>("ceil_mode", 0)? != 0;
     if strides.len() != sp || dil.len() != sp || pads.len() != 2 * sp {
@@ -341,11 +301,7 @@ fn conv(c: &InferCtx<'_>) -> Out {
                         if num < 0 {
                             return Err(n.error("kernel is larger than the padded input"));
                         }
-                        let mut o = if ceil {
-                            (num + s - 1) / s + 1
-                        } else {
-                            num / s + 1
-                        };
+                        let mut o = if ceil { (num + s - 1) / s + 1 } else { num / s + 1 };
                         // ceil mode: the last window must start inside the input or left pad.
                         if ceil && (o - 1) * s >= len + pads[i] {
                             o -= 1;
@@ -366,12 +322,8 @@ fn conv(c: &InferCtx<'_>) -> Out {
 }
 
 fn global_pool(c: &InferCtx<'_>) -> Out {
-    let s = c.shape(0).map(|x| {
-        x.iter()
-            .enumerate()
-            .map(|(i, d)| if i < 2 { d.clone() } else { Dim::Fixed(1) })
-            .collect()
-    });
+    let s =
+        c.shape(0).map(|x| x.iter().enumerate().map(|(i, d)| if i < 2 { d.clone() } else { Dim::Fixed(1) }).collect());
     Ok(vec![tensor(c.dtype(0), s)])
 }
 
@@ -380,11 +332,7 @@ fn norm_axis(n: &Node, axis: i64, rank: usize) -> Result<usize> {
     if axis < -r || axis >= r.max(1) {
         return Err(n.error(format!("axis {axis} is out of range for rank {rank}")));
     }
-    Ok(if axis < 0 {
-        (axis + r) as usize
-    } else {
-        axis as usize
-    })
+    Ok(if axis < 0 { (axis + r) as usize } else { axis as usize })
 }
 
 fn reduce(c: &InferCtx<'_>) -> Out {
@@ -409,23 +357,14 @@ fn reduce(c: &InferCtx<'_>) -> Out {
     };
     let noop = n.attr_or::<i64>("noop_with_empty_axes", 0)? != 0;
     let axes: Vec<usize> = match axes {
-        Some(a) if !a.is_empty() => a
-            .iter()
-            .map(|a| norm_axis(n, *a, x.len()))
-            .collect::<Result<_>>()?,
+        Some(a) if !a.is_empty() => a.iter().map(|a| norm_axis(n, *a, x.len())).collect::<Result<_>>()?,
         _ if noop => return Ok(vec![c.ty(0).clone()]),
         _ => (0..x.len()).collect(),
     };
     let out = x
         .iter()
         .enumerate()
-        .filter_map(|(i, d)| {
-            if axes.contains(&i) {
-                keep.then_some(Dim::Fixed(1))
-            } else {
-                Some(d.clone())
-            }
-        })
+        .filter_map(|(i, d)| if axes.contains(&i) { keep.then_some(Dim::Fixed(1)) } else { Some(d.clone()) })
         .collect();
     Ok(vec![tensor(c.dtype(0), Some(out))])
 }
@@ -444,9 +383,7 @@ fn reshape(c: &InferCtx<'_>) -> Out {
             0 if !allowzero => match x.and_then(|x| x.get(i)) {
                 Some(d) => d.clone(),
                 None if x.is_some() => {
-                    return Err(n.error(format!(
-                        "shape[{i}] = 0 copies a dim the input does not have"
-                    )));
+                    return Err(n.error(format!("shape[{i}] = 0 copies a dim the input does not have")));
                 }
                 None => Dim::Unknown,
             },
@@ -460,16 +397,8 @@ fn reshape(c: &InferCtx<'_>) -> Out {
             v => Dim::Fixed(v as usize),
         });
     }
-    if let (Some(at), Some(total)) = (
-        infer_at,
-        x.and_then(|x| x.iter().map(Dim::fixed).product::<Option<usize>>()),
-    ) {
-        let known: Option<usize> = out
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != at)
-            .map(|(_, d)| d.fixed())
-            .product();
+    if let (Some(at), Some(total)) = (infer_at, x.and_then(|x| x.iter().map(Dim::fixed).product::<Option<usize>>())) {
+        let known: Option<usize> = out.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, d)| d.fixed()).product();
         if let Some(k) = known {
             if k == 0 || total % k != 0 {
                 return Err(n.error(format!("cannot infer -1: {total} elements over {k}")));
@@ -484,22 +413,13 @@ fn transpose(c: &InferCtx<'_>) -> Out {
     let Some(x) = c.shape(0) else {
         return Ok(vec![tensor(c.dtype(0), None)]);
     };
-    let perm = c
-        .node
-        .attr::<Vec<i64>>("perm")?
-        .unwrap_or_else(|| (0..x.len() as i64).rev().collect());
+    let perm = c.node.attr::<Vec<i64>>("perm")?.unwrap_or_else(|| (0..x.len() as i64).rev().collect());
     if perm.len() != x.len() {
-        return Err(c
-            .node
-            .error(format!("perm {perm:?} does not match rank {}", x.len())));
+        return Err(c.node.error(format!("perm {perm:?} does not match rank {}", x.len())));
     }
     let out = perm
         .iter()
-        .map(|p| {
-            x.get(*p as usize)
-                .cloned()
-                .ok_or_else(|| c.node.error(format!("bad perm {perm:?}")))
-        })
+        .map(|p| x.get(*p as usize).cloned().ok_or_else(|| c.node.error(format!("bad perm {perm:?}"))))
         .collect::<Result<_>>()?;
     Ok(vec![tensor(c.dtype(0), Some(out))])
 }
@@ -535,29 +455,14 @@ fn flatten(c: &InferCtx<'_>) -> Out {
     let r = x.len() as i64;
     let a = if axis < 0 { axis + r } else { axis };
     if a < 0 || a > r {
-        return Err(c
-            .node
-            .error(format!("axis {axis} out of range for rank {r}")));
+        return Err(c.node.error(format!("axis {axis} out of range for rank {r}")));
     }
-    let prod = |d: &[Dim]| {
-        d.iter()
-            .map(Dim::fixed)
-            .product::<Option<usize>>()
-            .map(Dim::Fixed)
-            .unwrap_or(Dim::Unknown)
-    };
-    Ok(vec![tensor(
-        c.dtype(0),
-        Some(vec![prod(&x[..a as usize]), prod(&x[a as usize..])]),
-    )])
+    let prod = |d: &[Dim]| d.iter().map(Dim::fixed).product::<Option<usize>>().map(Dim::Fixed).unwrap_or(Dim::Unknown);
+    Ok(vec![tensor(c.dtype(0), Some(vec![prod(&x[..a as usize]), prod(&x[a as usize..])]))])
 }
 
 fn axes_of(c: &InferCtx<'_>) -> Result<Option<Vec<i64>>> {
-    if c.node.opset >= 13 {
-        Ok(if c.has(1) { c.const_ints(1) } else { None })
-    } else {
-        c.node.attr::<Vec<i64>>("axes")
-    }
+    if c.node.opset >= 13 { Ok(if c.has(1) { c.const_ints(1) } else { None }) } else { c.node.attr::<Vec<i64>>("axes") }
 }
 
 fn squeeze(c: &InferCtx<'_>) -> Out {
@@ -570,15 +475,8 @@ fn squeeze(c: &InferCtx<'_>) -> Out {
     }
     let out = match axes {
         Some(a) => {
-            let a: Vec<usize> = a
-                .iter()
-                .map(|v| norm_axis(c.node, *v, x.len()))
-                .collect::<Result<_>>()?;
-            x.iter()
-                .enumerate()
-                .filter(|(i, _)| !a.contains(i))
-                .map(|(_, d)| d.clone())
-                .collect()
+            let a: Vec<usize> = a.iter().map(|v| norm_axis(c.node, *v, x.len())).collect::<Result<_>>()?;
+            x.iter().enumerate().filter(|(i, _)| !a.contains(i)).map(|(_, d)| d.clone()).collect()
         }
         None => {
             if x.iter().any(|d| d.fixed().is_none()) {
@@ -595,20 +493,11 @@ fn unsqueeze(c: &InferCtx<'_>) -> Out {
         return Ok(vec![tensor(c.dtype(0), None)]);
     };
     let r = x.len() + axes.len();
-    let mut a: Vec<usize> = axes
-        .iter()
-        .map(|v| norm_axis(c.node, *v, r))
-        .collect::<Result<_>>()?;
+    let mut a: Vec<usize> = axes.iter().map(|v| norm_axis(c.node, *v, r)).collect::<Result<_>>()?;
     a.sort_unstable();
     let mut it = x.iter();
     let out = (0..r)
-        .map(|i| {
-            if a.contains(&i) {
-                Some(Dim::Fixed(1))
-            } else {
-                it.next().cloned()
-            }
-        })
+        .map(|i| if a.contains(&i) { Some(Dim::Fixed(1)) } else { it.next().cloned() })
         .collect::<Option<Vec<_>>>();
     Ok(vec![tensor(c.dtype(0), out)])
 }
@@ -650,11 +539,7 @@ fn constant_of_shape(c: &InferCtx<'_>) -> Out {
     };
     let shape = match c.const_ints(0) {
         Some(s) => Some(s.iter().map(|v| Dim::Fixed((*v).max(0) as usize)).collect()),
-        None => c
-            .shape(0)
-            .and_then(|s| s.first())
-            .and_then(Dim::fixed)
-            .map(|r| vec![Dim::Unknown; r]),
+        None => c.shape(0).and_then(|s| s.first()).and_then(Dim::fixed).map(|r| vec![Dim::Unknown; r]),
     };
     Ok(vec![ValueType::Tensor(d, shape)])
 }
@@ -669,10 +554,7 @@ fn expand(c: &InferCtx<'_>) -> Out {
 
 /// The value of a `Constant` node from whichever attribute holds it.
 pub(super) fn constant_value(n: &Node) -> Result<Tensor> {
-    let (name, a) = n
-        .attrs
-        .first()
-        .ok_or_else(|| n.error("Constant has no value attribute"))?;
+    let (name, a) = n.attrs.first().ok_or_else(|| n.error("Constant has no value attribute"))?;
     Ok(match (name.as_str(), a) {
         ("value" | "sparse_value", Attr::Tensor(t)) => t.clone(),
         ("value_float", Attr::Float(v)) => Tensor::scalar(*v),
@@ -682,10 +564,7 @@ pub(super) fn constant_value(n: &Node) -> Result<Tensor> {
         ("value_string", Attr::String(v)) => Tensor::from_strings(&[], vec![v.clone()])?,
         ("value_strings", Attr::Strings(v)) => Tensor::from_strings(&[v.len()], v.clone())?,
         _ => {
-            return Err(n.error(format!(
-                "unsupported Constant attribute '{name}' ({})",
-                a.kind()
-            )));
+            return Err(n.error(format!("unsupported Constant attribute '{name}' ({})", a.kind())));
         }
     })
 }
@@ -698,14 +577,8 @@ mod tests {
     fn broadcasting_follows_numpy() {
         let a = fixed(&[2, 1, 4]);
         let b = vec![Dim::Symbol("s".into()), Dim::Fixed(1)];
-        assert_eq!(
-            broadcast_dims(&a, &b).unwrap(),
-            vec![Dim::Fixed(2), Dim::Symbol("s".into()), Dim::Fixed(4)]
-        );
+        assert_eq!(broadcast_dims(&a, &b).unwrap(), vec![Dim::Fixed(2), Dim::Symbol("s".into()), Dim::Fixed(4)]);
         assert!(broadcast_dims(&fixed(&[3]), &fixed(&[4])).is_err());
-        assert_eq!(
-            broadcast_dims(&fixed(&[0]), &fixed(&[1])).unwrap(),
-            fixed(&[0])
-        );
+        assert_eq!(broadcast_dims(&fixed(&[0]), &fixed(&[1])).unwrap(), fixed(&[0]));
     }
 }
