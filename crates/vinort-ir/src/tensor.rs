@@ -190,6 +190,22 @@ impl Tensor {
         Ok(t)
     }
 
+    /// A tensor of any non-string type whose raw bytes `fill` writes (they start zeroed), for
+    /// dtype-generic data movement. `Bool` bytes other than 0/1 are normalised afterwards.
+    pub fn build_raw(dtype: DType, shape: &[usize], fill: impl FnOnce(&mut [u8])) -> Result<Tensor> {
+        if dtype == DType::String {
+            return Err(Error::invalid("string tensors have no raw bytes"));
+        }
+        let mut buf = AlignedBuf::zeroed(numel(shape) * dtype.size());
+        fill(buf.as_mut_slice());
+        if dtype == DType::Bool {
+            for b in buf.as_mut_slice() {
+                *b = (*b != 0) as u8;
+            }
+        }
+        Ok(Tensor::from_aligned(dtype, shape, buf))
+    }
+
     /// A tensor copied from a slice.
     pub fn from_slice<T: Elem>(shape: &[usize], data: &[T]) -> Result<Tensor> {
         check_len(shape, data.len())?;
@@ -253,6 +269,29 @@ impl Tensor {
             unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) };
         Ok(Tensor {
             dtype: T::DTYPE,
+            shape: shape.into(),
+            data: Data::Bytes { bytes: Bytes::from_static(bytes), origin: Origin::Borrowed },
+        })
+    }
+
+    /// A tensor of `dtype` over caller bytes (see [`Tensor::borrow_slice`] for the contract).
+    ///
+    /// # Safety
+    /// As for [`Tensor::borrow_slice`]: the tensor must not outlive `bytes`.
+    pub unsafe fn borrow_bytes(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<Tensor> {
+        if dtype == DType::String || bytes.len() != numel(shape) * dtype.size() {
+            return Err(Error::invalid(format!(
+                "{} bytes cannot hold a {dtype} tensor of shape {shape:?}",
+                bytes.len()
+            )));
+        }
+        if dtype == DType::Bool && bytes.iter().any(|b| *b > 1) {
+            return Err(Error::invalid("bool tensor bytes must be 0 or 1"));
+        }
+        // SAFETY: forwarded contract; the lifetime is erased, not relied on.
+        let bytes: &'static [u8] = unsafe { std::slice::from_raw_parts(bytes.as_ptr(), bytes.len()) };
+        Ok(Tensor {
+            dtype,
             shape: shape.into(),
             data: Data::Bytes { bytes: Bytes::from_static(bytes), origin: Origin::Borrowed },
         })

@@ -1,0 +1,238 @@
+//! `vinort`: run ONNX models through ordered execution providers.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use vinort::ir::tensor_proto::decode_tensor;
+use vinort::{DType, Dim, Provider, Runtime, Session, Tensor, Value};
+
+#[derive(Parser)]
+#[command(name = "vinort", version, about = "Run ONNX models through OpenVINO and Rust CPU kernels")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a model once or more: prints the partition plan, output summaries and timing.
+    Run {
+        /// The model file.
+        model: PathBuf,
+        /// Providers in priority order, comma separated (available: cpu).
+        #[arg(short = 'e', long, default_value = "cpu")]
+        providers: String,
+        /// An input from a TensorProto file: NAME=PATH (repeatable). Other inputs are random.
+        #[arg(long = "input", value_name = "NAME=PATH")]
+        inputs: Vec<String>,
+        /// Feed a test_data_set folder's input_K.pb files (compared with output_K.pb when present).
+        #[arg(long)]
+        test_data: Option<PathBuf>,
+        /// Value for a symbolic dimension of random inputs: NAME=N (repeatable; default 1).
+        #[arg(long = "dim", value_name = "NAME=N")]
+        dims: Vec<String>,
+        /// Number of timed runs after the first.
+        #[arg(short = 'r', long, default_value_t = 10)]
+        runs: usize,
+        /// Seed for random inputs.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+    /// Print the partition plan: which provider runs which nodes and why nodes were refused.
+    Partition {
+        /// The model file.
+        model: PathBuf,
+        /// Providers in priority order, comma separated.
+        #[arg(short = 'e', long, default_value = "cpu")]
+        providers: String,
+    },
+}
+
+fn providers(list: &str) -> Result<Vec<Provider>> {
+    list.split(',')
+        .map(|p| match p.trim().to_ascii_lowercase().as_str() {
+            "cpu" => Ok(vinort::Cpu::default().into()),
+            other => bail!("unknown provider '{other}' (available: cpu)"),
+        })
+        .collect()
+}
+
+fn build(model: &Path, list: &str) -> Result<(Session, f64)> {
+    let t0 = Instant::now();
+    let session = Runtime::load(model)
+        .with_context(|| format!("loading {}", model.display()))?
+        .providers(providers(list)?)
+        .build()
+        .with_context(|| format!("building a session for {}", model.display()))?;
+    Ok((session, t0.elapsed().as_secs_f64() * 1e3))
+}
+
+/// A small deterministic generator (xorshift*), enough for random test inputs.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn random_input(info: &vinort::IoInfo, dims: &[(String, usize)], rng: &mut Rng) -> Result<Tensor> {
+    let (Some(dtype), Some(shape)) = (info.ty.tensor_dtype(), info.ty.tensor_shape()) else {
+        bail!("input '{}' has type {}; give it with --input", info.name, info.ty)
+    };
+    let shape: Vec<usize> = shape
+        .iter()
+        .map(|d| match d {
+            Dim::Fixed(n) => *n,
+            Dim::Symbol(s) => dims.iter().find(|(k, _)| k == s).map_or(1, |(_, v)| *v),
+            Dim::Unknown => 1,
+        })
+        .collect();
+    let n: usize = shape.iter().product();
+    Ok(match dtype {
+        DType::F32 => Tensor::from_vec(&shape, (0..n).map(|_| rng.unit() as f32 * 2.0 - 1.0).collect())?,
+        DType::F64 => Tensor::from_vec(&shape, (0..n).map(|_| rng.unit() * 2.0 - 1.0).collect())?,
+        DType::I64 => Tensor::from_vec(&shape, (0..n).map(|_| (rng.next() % 10) as i64).collect())?,
+        DType::I32 => Tensor::from_vec(&shape, (0..n).map(|_| (rng.next() % 10) as i32).collect())?,
+        DType::Bool => Tensor::from_vec(&shape, (0..n).map(|_| rng.next() % 2 == 1).collect())?,
+        DType::U8 => Tensor::from_vec(&shape, (0..n).map(|_| rng.next() as u8).collect())?,
+        other => bail!("random inputs of type {other} are not supported; give '{}' with --input", info.name),
+    })
+}
+
+fn summary(v: &Value) -> String {
+    match v {
+        Value::Tensor(t) => {
+            let head = match t.to_f64_vec() {
+                Ok(x) => {
+                    let shown: Vec<String> = x.iter().take(6).map(|v| format!("{v:.6}")).collect();
+                    let (mn, mx) =
+                        x.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(*v), b.max(*v)));
+                    let mean = if x.is_empty() { 0.0 } else { x.iter().sum::<f64>() / x.len() as f64 };
+                    format!(
+                        "[{}{}] min {mn:.6} max {mx:.6} mean {mean:.6}",
+                        shown.join(", "),
+                        if x.len() > 6 { ", …" } else { "" }
+                    )
+                }
+                Err(_) => String::new(),
+            };
+            format!("{} {:?} {head}", t.dtype(), t.shape())
+        }
+        other => other.value_type().to_string(),
+    }
+}
+
+fn load_pb(path: &Path) -> Result<Tensor> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(decode_tensor(bytes::Bytes::from(bytes)).with_context(|| format!("decoding {}", path.display()))?.1)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run(
+    model: &Path,
+    list: &str,
+    inputs: &[String],
+    test_data: Option<&Path>,
+    dims: &[String],
+    runs: usize,
+    seed: u64,
+) -> Result<()> {
+    let (session, build_ms) = build(model, list)?;
+    println!("model: {}", model.display());
+    print!("{}", session.plan());
+    println!("session created in {build_ms:.1} ms");
+    let dims: Vec<(String, usize)> = dims
+        .iter()
+        .map(|d| {
+            let (k, v) = d.split_once('=').context("--dim wants NAME=N")?;
+            Ok((k.to_owned(), v.parse().context("--dim value must be a number")?))
+        })
+        .collect::<Result<_>>()?;
+    let mut given: Vec<(String, Tensor)> = vec![];
+    for spec in inputs {
+        let (k, p) = spec.split_once('=').context("--input wants NAME=PATH")?;
+        given.push((k.to_owned(), load_pb(Path::new(p))?));
+    }
+    let mut expected: Vec<Tensor> = vec![];
+    if let Some(dir) = test_data {
+        for (i, info) in session.inputs().iter().enumerate() {
+            let p = dir.join(format!("input_{i}.pb"));
+            if p.exists() {
+                given.push((info.name.clone(), load_pb(&p)?));
+            }
+        }
+        for i in 0.. {
+            let p = dir.join(format!("output_{i}.pb"));
+            if !p.exists() {
+                break;
+            }
+            expected.push(load_pb(&p)?);
+        }
+    }
+    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    for info in session.inputs() {
+        if !given.iter().any(|(k, _)| *k == info.name) {
+            given.push((info.name.clone(), random_input(info, &dims, &mut rng)?));
+        }
+    }
+    let t0 = Instant::now();
+    let out = session.run(given.iter().map(|(k, v)| (k.as_str(), v)))?;
+    let first_ms = t0.elapsed().as_secs_f64() * 1e3;
+    for (name, v) in out.iter() {
+        println!("output {name}: {}", summary(v));
+    }
+    for (i, (exp, (name, got))) in expected.iter().zip(out.iter()).enumerate() {
+        let got = got.as_tensor()?;
+        let (e, g) = (exp.to_f64_vec()?, got.to_f64_vec()?);
+        let worst = e.iter().zip(&g).map(|(a, b)| (a - b).abs() / (1e-6 + a.abs())).fold(0.0, f64::max);
+        let same_shape = exp.shape() == got.shape();
+        println!(
+            "check output_{i} ({name}): shape {} max relative difference {worst:.3e}",
+            if same_shape { "ok" } else { "MISMATCH" }
+        );
+    }
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        session.run(given.iter().map(|(k, v)| (k.as_str(), v)))?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    println!("first run {first_ms:.3} ms");
+    if !times.is_empty() {
+        println!(
+            "{} runs: min {:.3} ms, median {:.3} ms, max {:.3} ms",
+            runs,
+            times[0],
+            times[times.len() / 2],
+            times[times.len() - 1]
+        );
+    }
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("VINORT_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().cmd {
+        Cmd::Run { model, providers, inputs, test_data, dims, runs, seed } => {
+            run(&model, &providers, &inputs, test_data.as_deref(), &dims, runs, seed)
+        }
+        Cmd::Partition { model, providers } => {
+            let (session, ms) = build(&model, &providers)?;
+            print!("{}", session.plan());
+            println!("session created in {ms:.1} ms");
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,297 @@
+//! Partitioning: providers claim nodes in the user's order; claimed nodes are grouped into
+//! convex partitions (no path leaves a partition and comes back), so partitions run in a
+//! dependency order with every tensor crossing a boundary exactly once, by reference.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+
+use vinort_ir::{Model, NodeIndex, PartitionDef, ValueId, ValueSource};
+
+use crate::error::{Error, RefusedNode, Result};
+
+/// A partition in the plan, as shown to users.
+#[derive(Debug, Clone)]
+pub struct PlannedPartition {
+    /// Owning provider.
+    pub provider: String,
+    /// What the provider compiled (nodes, boundary values).
+    pub def: PartitionDef,
+    /// Node names, in order.
+    pub nodes: Vec<String>,
+    /// Op histogram.
+    pub ops: BTreeMap<String, usize>,
+    /// Names of values entering.
+    pub inputs: Vec<String>,
+    /// Names of values leaving.
+    pub outputs: Vec<String>,
+    /// The provider's description of its compiled form.
+    pub details: String,
+}
+
+/// Why a provider did not take a node that a later provider then ran.
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    /// Node name.
+    pub node: String,
+    /// Op type (qualified with its domain when not default).
+    pub op: String,
+    /// Provider that refused.
+    pub provider: String,
+    /// The rule or probe that refused it.
+    pub reason: String,
+}
+
+/// Which provider runs which nodes, the tensors crossing each boundary, and why nodes were
+/// refused: the session's report. No fallback is silent.
+#[derive(Debug, Clone, Default)]
+pub struct PartitionPlan {
+    /// Partitions in execution order.
+    pub partitions: Vec<PlannedPartition>,
+    /// Refusals by providers earlier in the list.
+    pub refusals: Vec<Refusal>,
+    /// Providers skipped because they could not start, and other warnings.
+    pub warnings: Vec<String>,
+}
+
+impl fmt::Display for PartitionPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for w in &self.warnings {
+            writeln!(f, "warning: {w}")?;
+        }
+        writeln!(f, "{} partition(s):", self.partitions.len())?;
+        for (i, p) in self.partitions.iter().enumerate() {
+            let ops: Vec<String> = p.ops.iter().map(|(k, v)| format!("{k}x{v}")).collect();
+            writeln!(f, "  [{i}] {} — {} node(s): {}", p.provider, p.nodes.len(), ops.join(" "))?;
+            writeln!(f, "      in:  {}", short_list(&p.inputs))?;
+            writeln!(f, "      out: {}", short_list(&p.outputs))?;
+            if !p.details.is_empty() {
+                writeln!(f, "      {}", p.details)?;
+            }
+        }
+        if !self.refusals.is_empty() {
+            writeln!(f, "refused nodes:")?;
+            for r in &self.refusals {
+                writeln!(f, "  {} ({}) by {}: {}", r.node, r.op, r.provider, r.reason)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn short_list(v: &[String]) -> String {
+    if v.len() <= 8 { v.join(", ") } else { format!("{}, … ({} in all)", v[..8].join(", "), v.len()) }
+}
+
+/// Assigns nodes to providers and cuts convex partitions.
+///
+/// `providers` are the started providers in the user's order. Returns per partition the index
+/// of its provider and its definition, plus the plan (without compiled details).
+pub(crate) fn partition(
+    model: &Model,
+    providers: &[std::sync::Arc<dyn vinort_ir::ExecutionProvider>],
+) -> Result<(Vec<(usize, PartitionDef)>, PartitionPlan)> {
+    let g = &model.graph;
+    let mut owner: HashMap<NodeIndex, usize> = HashMap::new();
+    let mut reasons: HashMap<NodeIndex, Vec<(String, String)>> = HashMap::new();
+    let mut plan = PartitionPlan::default();
+    for (pi, p) in providers.iter().enumerate() {
+        let offered: Vec<NodeIndex> = g.topo_order().iter().copied().filter(|n| !owner.contains_key(n)).collect();
+        if offered.is_empty() {
+            break;
+        }
+        let cap = p.capability(model, &offered)?;
+        let offered_set: HashSet<NodeIndex> = offered.iter().copied().collect();
+        for n in cap.claimed {
+            if offered_set.contains(&n) {
+                owner.insert(n, pi);
+            }
+        }
+        for (n, why) in cap.refused {
+            tracing::debug!(node = %g.node(n).name, provider = %p.name(), reason = %why, "refused");
+            reasons.entry(n).or_default().push((p.name(), why));
+        }
+    }
+    let unsupported: Vec<RefusedNode> = g
+        .topo_order()
+        .iter()
+        .filter(|n| !owner.contains_key(n))
+        .map(|n| {
+            let node = g.node(*n);
+            RefusedNode {
+                node: node.name.clone(),
+                op_type: node.op_type.clone(),
+                domain: node.domain.clone(),
+                opset: node.opset,
+                reasons: reasons
+                    .get(n)
+                    .cloned()
+                    .unwrap_or_else(|| vec![("(none)".into(), "no provider was asked".into())]),
+            }
+        })
+        .collect();
+    if !unsupported.is_empty() {
+        return Err(Error::UnsupportedNodes(unsupported));
+    }
+    for (n, rs) in &reasons {
+        for (p, why) in rs {
+            plan.refusals.push(Refusal {
+                node: g.node(*n).name.clone(),
+                op: g.node(*n).qualified_op(),
+                provider: p.clone(),
+                reason: why.clone(),
+            });
+        }
+    }
+    plan.refusals.sort_by(|a, b| a.node.cmp(&b.node));
+
+    let groups = convex_groups(model, &owner);
+    let defs = groups.into_iter().map(|(pi, nodes)| (pi, boundary(model, nodes))).collect::<Vec<_>>();
+    let whole = defs.len() == 1;
+    let defs: Vec<(usize, PartitionDef)> = defs
+        .into_iter()
+        .map(|(pi, mut d)| {
+            d.whole_graph = whole && d.inputs == g.inputs() && d.outputs == g.outputs();
+            (pi, d)
+        })
+        .collect();
+    for (pi, d) in &defs {
+        let mut ops = BTreeMap::new();
+        for n in &d.nodes {
+            *ops.entry(g.node(*n).qualified_op()).or_insert(0) += 1;
+        }
+        plan.partitions.push(PlannedPartition {
+            provider: providers[*pi].name(),
+            def: d.clone(),
+            nodes: d.nodes.iter().map(|n| g.node(*n).name.clone()).collect(),
+            ops,
+            inputs: d.inputs.iter().map(|v| g.value(*v).name.clone()).collect(),
+            outputs: d.outputs.iter().map(|v| g.value(*v).name.clone()).collect(),
+            details: String::new(),
+        });
+    }
+    Ok((defs, plan))
+}
+
+/// Groups nodes into convex partitions per provider, greedily in topological order: a node
+/// joins an existing partition of its provider unless that would create a cycle between
+/// partitions (the partition is an ancestor of another partition the node depends on).
+fn convex_groups(model: &Model, owner: &HashMap<NodeIndex, usize>) -> Vec<(usize, Vec<NodeIndex>)> {
+    let g = &model.graph;
+    let dag = g.dag();
+    let mut part_of: HashMap<NodeIndex, usize> = HashMap::new();
+    let mut parts: Vec<(usize, Vec<NodeIndex>)> = vec![];
+    let mut deps: Vec<HashSet<usize>> = vec![];
+    let ancestors = |deps: &Vec<HashSet<usize>>, start: usize| -> HashSet<usize> {
+        let mut seen = HashSet::new();
+        let mut stack: Vec<usize> = deps[start].iter().copied().collect();
+        while let Some(p) = stack.pop() {
+            if seen.insert(p) {
+                stack.extend(deps[p].iter().copied());
+            }
+        }
+        seen
+    };
+    for &n in g.topo_order() {
+        let pi = owner[&n];
+        let preds: HashSet<usize> = dag.neighbors_directed(n, petgraph::Incoming).map(|p| part_of[&p]).collect();
+        // Partitions reachable backwards from the node through other partitions.
+        let mut blocked: HashSet<usize> = HashSet::new();
+        for q in &preds {
+            blocked.extend(ancestors(&deps, *q));
+        }
+        // Prefer a partition the node reads from; else the newest compatible one.
+        let candidate = preds
+            .iter()
+            .copied()
+            .filter(|p| parts[*p].0 == pi && !blocked.contains(p))
+            .max()
+            .or_else(|| (0..parts.len()).rev().find(|p| parts[*p].0 == pi && !blocked.contains(p)));
+        let target = match candidate {
+            Some(p) => p,
+            None => {
+                parts.push((pi, vec![]));
+                deps.push(HashSet::new());
+                parts.len() - 1
+            }
+        };
+        parts[target].1.push(n);
+        part_of.insert(n, target);
+        for q in preds {
+            if q != target {
+                deps[target].insert(q);
+            }
+        }
+    }
+    // Order partitions so each runs after those it depends on.
+    let mut order = vec![];
+    let mut done = vec![false; parts.len()];
+    fn visit(p: usize, deps: &[HashSet<usize>], done: &mut [bool], order: &mut Vec<usize>) {
+        if done[p] {
+            return;
+        }
+        done[p] = true;
+        let mut ds: Vec<usize> = deps[p].iter().copied().collect();
+        ds.sort_unstable();
+        for d in ds {
+            visit(d, deps, done, order);
+        }
+        order.push(p);
+    }
+    for p in 0..parts.len() {
+        visit(p, &deps, &mut done, &mut order);
+    }
+    let topo_pos: HashMap<NodeIndex, usize> = g.topo_order().iter().enumerate().map(|(i, n)| (*n, i)).collect();
+    order
+        .into_iter()
+        .map(|p| {
+            let (pi, mut nodes) = parts[p].clone();
+            nodes.sort_by_key(|n| topo_pos[n]);
+            (pi, nodes)
+        })
+        .collect()
+}
+
+/// The values entering and leaving a set of nodes.
+fn boundary(model: &Model, nodes: Vec<NodeIndex>) -> PartitionDef {
+    let g = &model.graph;
+    let inside: HashSet<NodeIndex> = nodes.iter().copied().collect();
+    let mut produced: HashSet<ValueId> = HashSet::new();
+    for n in &nodes {
+        produced.extend(g.node(*n).outputs.iter().flatten().copied());
+    }
+    let mut inputs: Vec<ValueId> = vec![];
+    for n in &nodes {
+        let node = g.node(*n);
+        for v in node.inputs.iter().flatten().chain(node.implicit_inputs.iter()) {
+            let external = !produced.contains(v) && !matches!(g.value(*v).source, ValueSource::Initializer(_));
+            if external && !inputs.contains(v) {
+                inputs.push(*v);
+            }
+        }
+    }
+    let graph_outputs: HashSet<ValueId> = g.outputs().iter().copied().collect();
+    let mut outputs: Vec<ValueId> = vec![];
+    for n in &nodes {
+        for v in g.node(*n).outputs.iter().flatten() {
+            let read_outside = g.consumers(*v).iter().any(|c| !inside.contains(c));
+            if (read_outside || graph_outputs.contains(v)) && !outputs.contains(v) {
+                outputs.push(*v);
+            }
+        }
+    }
+    // A partition that is the whole graph takes inputs and gives outputs in graph order, so a
+    // provider may compile the original file with identical signatures.
+    if inside.len() == g.node_count() {
+        let ins: Vec<ValueId> = g.inputs().iter().copied().filter(|v| inputs.contains(v)).collect();
+        if ins.len() == inputs.len() {
+            inputs = ins;
+        }
+        let outs: Vec<ValueId> = g.outputs().iter().copied().filter(|v| produced.contains(v)).collect();
+        let mut dedup = outs.clone();
+        dedup.dedup();
+        if outs.len() == outputs.len() && dedup.len() == outs.len() {
+            outputs = outs;
+        }
+    }
+    PartitionDef { nodes, inputs, outputs, whole_graph: false }
+}

@@ -1,0 +1,365 @@
+//! Runtime, session building and running.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use vinort_ir::exec::{Plan, PlanBuilder, Step};
+use vinort_ir::{CompiledPartition, DType, Dim, Elem, Model, RunContext, Tensor, Value, ValueId, ValueType};
+
+use crate::error::{Error, Result};
+use crate::partition::{PartitionPlan, partition};
+use crate::provider::Provider;
+
+/// Entry point: load a model, then choose providers and build a [`Session`].
+pub struct Runtime;
+
+impl Runtime {
+    /// Loads a model file (memory-mapped; weights are not copied).
+    pub fn load(path: impl AsRef<Path>) -> Result<SessionBuilder> {
+        Ok(SessionBuilder::new(Model::load(path)?))
+    }
+
+    /// Loads a model from bytes (external data is refused: there is no folder to find it in).
+    pub fn from_bytes(bytes: impl Into<vinort_ir::proto::prost::bytes::Bytes>) -> Result<SessionBuilder> {
+        Ok(SessionBuilder::new(Model::from_bytes(bytes)?))
+    }
+}
+
+/// Configures a session: the ordered provider list.
+pub struct SessionBuilder {
+    model: Model,
+    providers: Vec<Provider>,
+}
+
+impl SessionBuilder {
+    /// A builder for an already loaded model.
+    pub fn new(model: Model) -> SessionBuilder {
+        SessionBuilder { model, providers: vec![] }
+    }
+
+    /// The loaded model.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// Sets the providers, in priority order: each claims what it can of what the ones before
+    /// it left. With no call, the session uses `[Cpu]`.
+    pub fn providers(mut self, providers: impl IntoIterator<Item = Provider>) -> SessionBuilder {
+        self.providers = providers.into_iter().collect();
+        self
+    }
+
+    /// Starts the providers, partitions the graph and compiles every partition.
+    pub fn build(self) -> Result<Session> {
+        let SessionBuilder { model, providers } = self;
+        let providers = if providers.is_empty() { vec![crate::Cpu::default().into()] } else { providers };
+        let mut started = vec![];
+        let mut warnings = vec![];
+        for p in &providers {
+            match p.ep.start() {
+                Ok(()) => started.push(p.ep.clone()),
+                Err(e) if p.error_on_failure => {
+                    return Err(Error::ProviderUnavailable { provider: p.name(), reason: e.to_string() });
+                }
+                Err(e) => {
+                    tracing::warn!(provider = %p.name(), error = %e, "execution provider skipped");
+                    warnings.push(format!("provider {} skipped: {e}", p.name()));
+                }
+            }
+        }
+        if started.is_empty() {
+            return Err(Error::Config("no execution provider could start".into()));
+        }
+        let (defs, mut plan) = partition(&model, &started)?;
+        plan.warnings = warnings;
+        let g = &model.graph;
+        let mut b = PlanBuilder::<ValueId, PartitionStep>::new();
+        for v in g.inputs() {
+            b.input(*v);
+        }
+        for (i, (pi, def)) in defs.iter().enumerate() {
+            let compiled = started[*pi].compile(&model, def)?;
+            plan.partitions[i].details = compiled.describe();
+            let ins: Vec<Option<ValueId>> = def.inputs.iter().map(|v| Some(*v)).collect();
+            let outs: Vec<Option<ValueId>> = def.outputs.iter().map(|v| Some(*v)).collect();
+            b.step(PartitionStep(compiled), &ins, &outs)?;
+        }
+        for v in g.outputs() {
+            if !b.knows(*v)
+                && let Some(t) = g.initializer(*v)
+            {
+                b.constant(*v, Value::Tensor(t.clone()));
+            }
+            b.output(*v)?;
+        }
+        tracing::info!(plan = %plan, "session built");
+        let inputs = g.inputs().iter().map(|v| io_info(g, *v)).collect();
+        let outputs = g.outputs().iter().map(|v| io_info(g, *v)).collect();
+        Ok(Session { inner: Arc::new(Inner { plan: b.build(), report: plan, inputs, outputs, model }) })
+    }
+}
+
+fn io_info(g: &vinort_ir::Graph, v: ValueId) -> IoInfo {
+    let info = g.value(v);
+    IoInfo { name: info.name.clone(), ty: info.ty.clone() }
+}
+
+/// Name and type of a model input or output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IoInfo {
+    /// The name.
+    pub name: String,
+    /// Element type and shape, with symbolic dims as named in the model.
+    pub ty: ValueType,
+}
+
+struct PartitionStep(Box<dyn CompiledPartition>);
+
+impl Step for PartitionStep {
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> vinort_ir::Result<Vec<Value>> {
+        let ins: smallvec::SmallVec<[&Value; 8]> = inputs
+            .iter()
+            .map(|v| v.ok_or_else(|| vinort_ir::Error::invalid("partition input missing")))
+            .collect::<vinort_ir::Result<_>>()?;
+        self.0.run(&ins, ctx)
+    }
+}
+
+struct Inner {
+    plan: Plan<PartitionStep>,
+    report: PartitionPlan,
+    inputs: Vec<IoInfo>,
+    outputs: Vec<IoInfo>,
+    model: Model,
+}
+
+/// A compiled model, ready to run. `Send + Sync`: [`Session::run`] may be called from many
+/// threads at once; cloning shares the compiled partitions.
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<Inner>,
+}
+
+/// A tensor borrowed from the caller for one run: its memory goes to the providers untouched.
+#[derive(Debug, Clone, Copy)]
+pub struct TensorRef<'a> {
+    shape: &'a [usize],
+    dtype: DType,
+    bytes: &'a [u8],
+}
+
+impl<'a> TensorRef<'a> {
+    /// Borrows a slice as a tensor of the given shape.
+    pub fn from_slice<T: Elem>(shape: &'a [usize], data: &'a [T]) -> Result<TensorRef<'a>> {
+        if shape.iter().product::<usize>() != data.len() {
+            return Err(Error::Config(format!("shape {shape:?} does not hold {} elements", data.len())));
+        }
+        // SAFETY: any initialised `T: Elem` is readable as bytes; the borrow keeps it alive.
+        let bytes = unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) };
+        Ok(TensorRef { shape, dtype: T::DTYPE, bytes })
+    }
+}
+
+/// One run input: an owned/shared value or a borrowed tensor.
+pub enum Input<'a> {
+    /// A value (cheap to clone: storage is shared).
+    Value(Value),
+    /// Caller memory.
+    Borrowed(TensorRef<'a>),
+}
+
+impl From<Tensor> for Input<'_> {
+    fn from(t: Tensor) -> Self {
+        Input::Value(Value::Tensor(t))
+    }
+}
+impl From<&Tensor> for Input<'_> {
+    fn from(t: &Tensor) -> Self {
+        Input::Value(Value::Tensor(t.clone()))
+    }
+}
+impl From<Value> for Input<'_> {
+    fn from(v: Value) -> Self {
+        Input::Value(v)
+    }
+}
+impl<'a> From<TensorRef<'a>> for Input<'a> {
+    fn from(t: TensorRef<'a>) -> Self {
+        Input::Borrowed(t)
+    }
+}
+
+/// The outputs of a run, in the model's output order, addressable by name.
+#[derive(Debug, Clone)]
+pub struct Outputs {
+    names: Vec<String>,
+    values: Vec<Value>,
+}
+
+impl Outputs {
+    /// The output with this name.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.names.iter().position(|n| n == name).map(|i| &self.values[i])
+    }
+
+    /// Number of outputs.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// True when the model has no outputs.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// `(name, value)` pairs in model order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.names.iter().map(String::as_str).zip(&self.values)
+    }
+
+    /// The values in model order.
+    pub fn into_values(self) -> Vec<Value> {
+        self.values
+    }
+}
+
+impl std::ops::Index<usize> for Outputs {
+    type Output = Value;
+    fn index(&self, i: usize) -> &Value {
+        &self.values[i]
+    }
+}
+
+impl std::ops::Index<&str> for Outputs {
+    type Output = Value;
+    fn index(&self, name: &str) -> &Value {
+        self.get(name).unwrap_or_else(|| panic!("no output named '{name}'"))
+    }
+}
+
+impl Session {
+    /// Model inputs (names, dtypes, shapes with symbolic dims).
+    pub fn inputs(&self) -> &[IoInfo] {
+        &self.inner.inputs
+    }
+
+    /// Model outputs.
+    pub fn outputs(&self) -> &[IoInfo] {
+        &self.inner.outputs
+    }
+
+    /// The partition plan: which provider runs which nodes, boundary tensors, refusals.
+    pub fn plan(&self) -> &PartitionPlan {
+        &self.inner.report
+    }
+
+    /// The loaded model.
+    pub fn model(&self) -> &Model {
+        &self.inner.model
+    }
+
+    /// Runs the model. Every input must be given once, by name.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), vinort::Error> {
+    /// let session = vinort::Runtime::load("model.onnx")?.providers([vinort::Cpu::default().into()]).build()?;
+    /// let x = vinort::Tensor::from_vec(&[1, 3, 224, 224], vec![0f32; 3 * 224 * 224])?;
+    /// let out = session.run([("input", x)])?;
+    /// println!("{:?}", out[0]);
+    /// # Ok(()) }
+    /// ```
+    pub fn run<'a, K: AsRef<str>, V: Into<Input<'a>>>(
+        &self,
+        inputs: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<Outputs> {
+        let mut given: HashMap<usize, Value> = HashMap::new();
+        for (k, v) in inputs {
+            let name = k.as_ref();
+            let Some(pos) = self.inner.inputs.iter().position(|i| i.name == name) else {
+                let known: Vec<&str> = self.inner.inputs.iter().map(|i| i.name.as_str()).collect();
+                return Err(Error::Input {
+                    name: name.into(),
+                    message: format!("the model has no such input (its inputs: {})", known.join(", ")),
+                });
+            };
+            let value = match v.into() {
+                Input::Value(v) => v,
+                // SAFETY: the borrowed storage lives for 'a, which outlasts this call; every
+                // output is detached from borrowed storage below before returning, and no
+                // kernel keeps inputs beyond a run.
+                Input::Borrowed(t) => Value::Tensor(unsafe { Tensor::borrow_bytes(t.dtype, t.shape, t.bytes) }?),
+            };
+            if given.insert(pos, value).is_some() {
+                return Err(Error::Input { name: name.into(), message: "given more than once".into() });
+            }
+        }
+        let mut ordered: Vec<Value> = Vec::with_capacity(self.inner.inputs.len());
+        for (i, info) in self.inner.inputs.iter().enumerate() {
+            let v = given.remove(&i).ok_or_else(|| Error::Input {
+                name: info.name.clone(),
+                message: "missing (every model input must be given)".into(),
+            })?;
+            check_input(info, &v)?;
+            ordered.push(v);
+        }
+        check_symbols(&self.inner.inputs, &ordered)?;
+        let refs: Vec<&Value> = ordered.iter().collect();
+        let values = self.inner.plan.run(&refs, &RunContext::default())?;
+        let values = values.into_iter().map(Value::detach_borrowed).collect();
+        Ok(Outputs { names: self.inner.outputs.iter().map(|o| o.name.clone()).collect(), values })
+    }
+}
+
+fn check_input(info: &IoInfo, v: &Value) -> Result<()> {
+    let err = |message: String| Error::Input { name: info.name.clone(), message };
+    match (&info.ty, v) {
+        (ValueType::Tensor(dtype, shape), Value::Tensor(t)) => {
+            if t.dtype() != *dtype {
+                return Err(err(format!("expected element type {dtype}, got {}", t.dtype())));
+            }
+            if let Some(shape) = shape {
+                if shape.len() != t.rank() {
+                    return Err(err(format!("expected rank {} ({}), got shape {:?}", shape.len(), info.ty, t.shape())));
+                }
+                for (i, (d, g)) in shape.iter().zip(t.shape()).enumerate() {
+                    if let Dim::Fixed(n) = d
+                        && n != g
+                    {
+                        return Err(err(format!("dimension {i} must be {n} ({}), got shape {:?}", info.ty, t.shape())));
+                    }
+                }
+            }
+            Ok(())
+        }
+        (ValueType::Tensor(..), other) => Err(err(format!("expected a tensor, got {}", other.kind()))),
+        (ValueType::Sequence(_), Value::Sequence(_)) | (ValueType::Optional(_), Value::Optional(..)) => Ok(()),
+        (ValueType::Sequence(_), other) => Err(err(format!("expected a sequence, got {}", other.kind()))),
+        (ValueType::Optional(_), other) => Err(err(format!("expected an optional, got {}", other.kind()))),
+        _ => Ok(()),
+    }
+}
+
+/// A symbolic dim used by several inputs (`batch`) must have one value within a run.
+fn check_symbols(infos: &[IoInfo], values: &[Value]) -> Result<()> {
+    let mut seen: HashMap<&str, (usize, &str)> = HashMap::new();
+    for (info, v) in infos.iter().zip(values) {
+        let (Some(shape), Value::Tensor(t)) = (info.ty.tensor_shape(), v) else { continue };
+        for (d, got) in shape.iter().zip(t.shape()) {
+            if let Dim::Symbol(s) = d {
+                match seen.get(s.as_str()) {
+                    Some((n, other)) if n != got => {
+                        return Err(Error::Input {
+                            name: info.name.clone(),
+                            message: format!("dimension '{s}' is {got} here but {n} in input '{other}'"),
+                        });
+                    }
+                    _ => {
+                        seen.insert(s, (*got, &info.name));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}

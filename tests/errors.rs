@@ -1,0 +1,195 @@
+//! Bad models and bad inputs give typed errors naming what is wrong — never a panic.
+
+mod common;
+
+use common::*;
+use vinort::ir::proto::onnx;
+use vinort::{Cpu, Error, Runtime, Tensor};
+
+fn load_err(bytes: Vec<u8>) -> String {
+    match Runtime::from_bytes(bytes) {
+        Ok(_) => panic!("expected an error"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn relu_graph() -> onnx::GraphProto {
+    onnx::GraphProto {
+        name: Some("g".into()),
+        node: vec![node("Relu", "r", &["x"], &["y"])],
+        input: vec![value_info("x", 1, &[2, 3])],
+        output: vec![value_info("y", 1, &[2, 3])],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn truncated_file_is_a_decode_error() {
+    let bytes = std::fs::read(model_dir("mobilenetv2_tiny").join("model.onnx")).unwrap();
+    let e = load_err(bytes[..bytes.len() / 2].to_vec());
+    assert!(e.contains("not a valid ONNX model"), "{e}");
+}
+
+#[test]
+fn garbage_bytes_are_a_decode_error() {
+    let e = load_err(vec![0xff; 64]);
+    assert!(e.contains("not a valid ONNX model"), "{e}");
+    let e = load_err(b"this is not protobuf at all".to_vec());
+    assert!(e.contains("not a valid ONNX model") || e.contains("IR version"), "{e}");
+}
+
+#[test]
+fn missing_file_names_the_path() {
+    let e = Runtime::load("/nonexistent/model.onnx").err().unwrap().to_string();
+    assert!(e.contains("/nonexistent/model.onnx"), "{e}");
+}
+
+#[test]
+fn dangling_edge_names_the_node() {
+    let mut g = relu_graph();
+    g.node.push(node("Relu", "dangler", &["nowhere"], &["z"]));
+    let e = load_err(encode(&model(g, 17)));
+    assert!(e.contains("dangler") && e.contains("nowhere"), "{e}");
+}
+
+#[test]
+fn cycle_names_a_node() {
+    let mut g = relu_graph();
+    g.node = vec![
+        node("Add", "a", &["x", "c"], &["b"]),
+        node("Relu", "c_node", &["b"], &["c"]),
+        node("Relu", "r", &["b"], &["y"]),
+    ];
+    let e = load_err(encode(&model(g, 17)));
+    assert!(e.contains("cycle"), "{e}");
+}
+
+#[test]
+fn value_produced_twice_names_both_producers() {
+    let mut g = relu_graph();
+    g.node.push(node("Relu", "second", &["x"], &["y"]));
+    let e = load_err(encode(&model(g, 17)));
+    assert!(e.contains("second") && e.contains("'r'"), "{e}");
+}
+
+#[test]
+fn unsupported_ir_version_and_missing_graph() {
+    let mut m = model(relu_graph(), 17);
+    m.ir_version = Some(99);
+    assert!(load_err(encode(&m)).contains("IR version 99"));
+    let mut m = model(relu_graph(), 17);
+    m.graph = None;
+    assert!(load_err(encode(&m)).contains("no graph"));
+}
+
+fn external_model(dir: &std::path::Path, location: &str, offset: &str, length: Option<&str>) -> std::path::PathBuf {
+    let mut g = relu_graph();
+    g.node = vec![node("Add", "add", &["x", "w"], &["y"])];
+    let mut entries = vec![
+        onnx::StringStringEntryProto { key: Some("location".into()), value: Some(location.into()) },
+        onnx::StringStringEntryProto { key: Some("offset".into()), value: Some(offset.into()) },
+    ];
+    if let Some(l) = length {
+        entries.push(onnx::StringStringEntryProto { key: Some("length".into()), value: Some(l.into()) });
+    }
+    g.initializer.push(onnx::TensorProto {
+        name: Some("w".into()),
+        dims: vec![2, 3],
+        data_type: Some(1),
+        data_location: Some(1),
+        external_data: entries,
+        ..Default::default()
+    });
+    let path = dir.join("model.onnx");
+    std::fs::write(&path, encode(&model(g, 17))).unwrap();
+    path
+}
+
+#[test]
+fn external_data_loads_zero_copy_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let w: Vec<f32> = vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let mut file = vec![0u8; 16];
+    file.extend(w.iter().flat_map(|v| v.to_le_bytes()));
+    std::fs::write(dir.path().join("weights.bin"), &file).unwrap();
+    let path = external_model(dir.path(), "weights.bin", "16", Some("24"));
+    let s = Runtime::load(&path).unwrap().providers([Cpu::default().into()]).build().unwrap();
+    let init = s.model().graph.initializers().next().unwrap().1;
+    assert_eq!(init.origin(), vinort::ir::Origin::Shared);
+    let x = Tensor::from_vec(&[2, 3], vec![1.0f32; 6]).unwrap();
+    let out = s.run([("x", x)]).unwrap();
+    assert_eq!(out[0].as_tensor().unwrap().as_slice::<f32>().unwrap(), &[2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
+}
+
+#[test]
+fn external_data_escapes_and_bad_ranges_are_refused_naming_the_tensor() {
+    let dir = tempfile::tempdir().unwrap();
+    let inner = dir.path().join("m");
+    std::fs::create_dir(&inner).unwrap();
+    std::fs::write(dir.path().join("secret.bin"), vec![0u8; 64]).unwrap();
+    std::fs::write(inner.join("w.bin"), vec![0u8; 24]).unwrap();
+    let cases = [
+        ("../secret.bin", "0", None, "leaves the model's folder"),
+        ("/etc/passwd", "0", None, "absolute path"),
+        ("missing.bin", "0", None, "cannot open"),
+        ("w.bin", "8", None, "beyond the end"),
+        ("w.bin", "0", Some("12"), "does not match"),
+        ("w.bin", "-4", None, "not a non-negative integer"),
+    ];
+    for (loc, off, len, want) in cases {
+        let path = external_model(&inner, loc, off, len);
+        let e = Runtime::load(&path).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("tensor 'w'") && e.contains(want), "{loc}: {e}");
+    }
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(dir.path().join("secret.bin"), inner.join("link.bin")).unwrap();
+        let path = external_model(&inner, "link.bin", "0", None);
+        let e = Runtime::load(&path).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("outside the model's folder"), "{e}");
+    }
+    // Loaded from bytes there is no folder to resolve against.
+    let bytes = std::fs::read(external_model(&inner, "w.bin", "0", None)).unwrap();
+    assert!(load_err(bytes).contains("without a folder"));
+}
+
+#[test]
+fn unknown_ops_load_but_cpu_refuses_every_one_of_them_in_one_error() {
+    let path = model_dir("unknown_op").join("model.onnx");
+    let builder = Runtime::load(&path).expect("unknown ops must load");
+    let nodes: Vec<String> =
+        builder.model().graph.node_indices().map(|n| builder.model().graph.node(n).op_type.clone()).collect();
+    assert!(nodes.contains(&"FancyOp".to_string()));
+    match builder.providers([Cpu::default().into()]).build() {
+        Err(Error::UnsupportedNodes(v)) => {
+            let names: Vec<&str> = v.iter().map(|n| n.node.as_str()).collect();
+            assert_eq!(names.len(), 2, "{names:?}");
+            assert!(names.contains(&"fancy_0") && names.contains(&"not_a_real_op_0"), "{names:?}");
+            let fancy = v.iter().find(|n| n.node == "fancy_0").unwrap();
+            assert_eq!(fancy.domain, "com.example");
+            assert_eq!(fancy.opset, 1);
+            assert!(fancy.reasons[0].0 == "Cpu" && fancy.reasons[0].1.contains("FancyOp"));
+        }
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("the session must not build"),
+    }
+}
+
+#[test]
+fn wrong_inputs_are_clear_errors() {
+    let s = Runtime::from_bytes(encode(&model(relu_graph(), 17))).unwrap().build().unwrap();
+    let good = || Tensor::from_vec(&[2, 3], vec![0f32; 6]).unwrap();
+    let cases: Vec<(Vec<(&str, Tensor)>, &str)> = vec![
+        (vec![], "missing"),
+        (vec![("x", good()), ("bogus", good())], "no such input"),
+        (vec![("x", Tensor::from_vec(&[2, 3], vec![0i64; 6]).unwrap())], "element type float"),
+        (vec![("x", Tensor::from_vec(&[3, 2], vec![0f32; 6]).unwrap())], "dimension 0 must be 2"),
+        (vec![("x", Tensor::from_vec(&[6], vec![0f32; 6]).unwrap())], "expected rank 2"),
+        (vec![("x", good()), ("x", good())], "more than once"),
+    ];
+    for (inputs, want) in cases {
+        let e = s.run(inputs).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains(want), "want '{want}' in: {e}");
+    }
+    assert!(s.run([("x", good())]).is_ok());
+}
