@@ -1,0 +1,185 @@
+//! Partitioning across several providers: convex partitions in dependency order, boundary
+//! tensors handed over by reference (pointer identity), refusals reported.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use vinort::ir::proto::onnx;
+use vinort::ir::{Capability, CompiledPartition, ExecutionProvider, Model, NodeIndex, PartitionDef, RunContext, Value};
+use vinort::{Provider, Runtime, Tensor};
+
+/// A provider that claims only some op types and runs them with the Cpu kernels, recording the
+/// data pointers of every tensor entering and leaving its partitions.
+#[derive(Debug)]
+struct Only {
+    name: &'static str,
+    ops: &'static [&'static str],
+    log: Arc<Mutex<Vec<(String, Vec<usize>, Vec<usize>)>>>,
+}
+
+struct Recording {
+    inner: Box<dyn CompiledPartition>,
+    name: String,
+    log: Arc<Mutex<Vec<(String, Vec<usize>, Vec<usize>)>>>,
+}
+
+impl CompiledPartition for Recording {
+    fn run(&self, inputs: &[&Value], ctx: &RunContext) -> vinort::ir::Result<Vec<Value>> {
+        let ptr = |v: &Value| v.as_tensor().map(|t| t.data_ptr() as usize).unwrap_or(0);
+        let out = self.inner.run(inputs, ctx)?;
+        self.log.lock().unwrap().push((self.name.clone(), inputs.iter().map(|v| ptr(v)).collect(), out.iter().map(ptr).collect()));
+        Ok(out)
+    }
+}
+
+impl ExecutionProvider for Only {
+    fn name(&self) -> String {
+        self.name.into()
+    }
+    fn capability(&self, model: &Model, offered: &[NodeIndex]) -> vinort::ir::Result<Capability> {
+        let mut c = Capability::default();
+        for n in offered {
+            if self.ops.contains(&model.graph.node(*n).op_type.as_str()) {
+                c.claimed.push(*n);
+            } else {
+                c.refused.push((*n, format!("{} only runs {:?}", self.name, self.ops)));
+            }
+        }
+        Ok(c)
+    }
+    fn compile(&self, model: &Model, part: &PartitionDef) -> vinort::ir::Result<Box<dyn CompiledPartition>> {
+        let inner = vinort_cpu::CpuProvider::default().compile(model, part)?;
+        Ok(Box::new(Recording { inner, name: self.name.into(), log: self.log.clone() }))
+    }
+}
+
+/// a = Relu(x); b = Neg(a); c = Relu(b); d = Relu(x); e = Add(c, d)
+fn diamond() -> Vec<u8> {
+    let g = onnx::GraphProto {
+        name: Some("diamond".into()),
+        node: vec![
+            node("Relu", "a", &["x"], &["a"]),
+            node("Neg", "b", &["a"], &["b"]),
+            node("Relu", "c", &["b"], &["c"]),
+            node("Relu", "d", &["x"], &["d"]),
+            node("Add", "e", &["c", "d"], &["e"]),
+        ],
+        input: vec![value_info("x", 1, &[2, 3])],
+        output: vec![value_info("e", 1, &[2, 3])],
+        ..Default::default()
+    };
+    encode(&model(g, 17))
+}
+
+#[test]
+fn a_refused_node_in_the_middle_splits_into_convex_partitions_with_zero_copy_hand_off() {
+    let log = Arc::new(Mutex::new(vec![]));
+    let first = Only { name: "First", ops: &["Relu", "Add"], log: log.clone() };
+    let second = Only { name: "Second", ops: &["Neg"], log: log.clone() };
+    let s = Runtime::from_bytes(diamond()).unwrap().providers([Provider::new(first), Provider::new(second)]).build().unwrap();
+    let plan = s.plan();
+    let summary: Vec<(String, Vec<String>, Vec<String>, Vec<String>)> =
+        plan.partitions.iter().map(|p| (p.provider.clone(), p.nodes.clone(), p.inputs.clone(), p.outputs.clone())).collect();
+    let v = |x: &[&str]| x.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        summary,
+        vec![
+            ("First".into(), v(&["a"]), v(&["x"]), v(&["a"])),
+            ("Second".into(), v(&["b"]), v(&["a"]), v(&["b"])),
+            // `d` joins the later First partition: it is independent of `b`, and merging keeps
+            // the partition graph acyclic.
+            ("First".into(), v(&["c", "d", "e"]), v(&["b", "x"]), v(&["e"])),
+        ]
+    );
+    assert!(plan.refusals.iter().any(|r| r.node == "b" && r.provider == "First" && r.reason.contains("only runs")));
+    let text = plan.to_string();
+    assert!(text.contains("3 partition(s)") && text.contains("refused nodes"), "{text}");
+
+    let xs = vec![1.0f32, -2.0, 3.0, -4.0, 5.0, -6.0];
+    let x = vinort::TensorRef::from_slice(&[2, 3], &xs).unwrap();
+    let out = s.run([("x", x)]).unwrap();
+    // e = Relu(-Relu(x)) + Relu(x) = Relu(x)
+    assert_eq!(out[0].as_tensor().unwrap().as_slice::<f32>().unwrap(), &[1.0, 0.0, 3.0, 0.0, 5.0, 0.0]);
+
+    let log = log.lock().unwrap();
+    assert_eq!(log.len(), 3);
+    let x_ptr = xs.as_ptr() as usize;
+    // The caller's buffer reaches the first partition untouched...
+    assert_eq!(log[0].1, vec![x_ptr]);
+    // ...each boundary tensor arrives at the next partition at the address it left the
+    // previous one (no copy)...
+    assert_eq!(log[1].1[0], log[0].2[0]);
+    assert_eq!(log[2].1, vec![log[1].2[0], x_ptr]);
+    // ...and the caller gets the last partition's output buffer itself.
+    assert_eq!(out[0].as_tensor().unwrap().data_ptr() as usize, log[2].2[0]);
+}
+
+#[test]
+fn a_provider_that_cannot_start_is_skipped_with_a_warning_or_fails_on_request() {
+    #[derive(Debug)]
+    struct Broken;
+    impl ExecutionProvider for Broken {
+        fn name(&self) -> String {
+            "Broken".into()
+        }
+        fn start(&self) -> vinort::ir::Result<()> {
+            Err(vinort::ir::Error::unsupported("library not found (searched: /nowhere)"))
+        }
+        fn capability(&self, _: &Model, _: &[NodeIndex]) -> vinort::ir::Result<Capability> {
+            unreachable!("never asked: it did not start")
+        }
+        fn compile(&self, _: &Model, _: &PartitionDef) -> vinort::ir::Result<Box<dyn CompiledPartition>> {
+            unreachable!("never asked: it did not start")
+        }
+    }
+    let s = Runtime::from_bytes(diamond()).unwrap().providers([Provider::new(Broken), vinort::Cpu::default().into()]).build().unwrap();
+    assert!(s.plan().warnings.iter().any(|w| w.contains("Broken") && w.contains("/nowhere")));
+    assert!(s.plan().partitions.iter().all(|p| p.provider == "Cpu"));
+    let e = Runtime::from_bytes(diamond())
+        .unwrap()
+        .providers([Provider::new(Broken).error_on_failure(), vinort::Cpu::default().into()])
+        .build()
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("Broken") && e.to_string().contains("/nowhere"), "{e}");
+    let x = Tensor::from_vec(&[2, 3], vec![1f32; 6]).unwrap();
+    assert_eq!(s.run([("x", x)]).unwrap()[0].as_tensor().unwrap().as_slice::<f32>().unwrap(), &[1.0; 6]);
+}
+
+/// If with branches that read outer-scope values (`x` from the main graph).
+#[test]
+fn if_runs_the_chosen_branch_with_outer_scope_values() {
+    let branch = |name: &str, op: &str| onnx::GraphProto {
+        name: Some(name.into()),
+        node: vec![node(op, &format!("{name}_op"), &["x", "x"], &[&format!("{name}_out")])],
+        output: vec![value_info(&format!("{name}_out"), 1, &[3])],
+        ..Default::default()
+    };
+    let mut if_node = node("If", "if", &["cond"], &["y"]);
+    for (attr, g) in [("then_branch", branch("then", "Add")), ("else_branch", branch("else", "Mul"))] {
+        if_node.attribute.push(onnx::AttributeProto {
+            name: Some(attr.into()),
+            r#type: Some(5),
+            g: Some(g),
+            ..Default::default()
+        });
+    }
+    let g = onnx::GraphProto {
+        name: Some("if".into()),
+        node: vec![if_node],
+        input: vec![value_info("cond", 9, &[]), value_info("x", 1, &[3])],
+        output: vec![value_info("y", 1, &[3])],
+        ..Default::default()
+    };
+    let s = Runtime::from_bytes(encode(&model(g, 17))).unwrap().build().unwrap();
+    let node = s.model().graph.node(s.model().graph.topo_order()[0]);
+    assert_eq!(node.implicit_inputs.len(), 1, "the branches' read of x is an implicit input");
+    let x = || Tensor::from_vec(&[3], vec![1f32, 2.0, 3.0]).unwrap();
+    let run = |c: bool| {
+        s.run([("cond", Tensor::scalar(c)), ("x", x())]).unwrap()[0].as_tensor().unwrap().to_vec::<f32>().unwrap()
+    };
+    assert_eq!(run(true), vec![2.0, 4.0, 6.0]);
+    assert_eq!(run(false), vec![1.0, 4.0, 9.0]);
+}
