@@ -160,7 +160,7 @@ pub fn tensor_from_proto(t: &TensorProto, ext: &ExternalData) -> Result<Tensor> 
             )));
         }
         return match dtype.packed_bits() {
-            4 | 2 => Ok(unpack_sub_byte(dtype, &shape, &raw)),
+            4 | 2 => unpack_sub_byte(dtype, &shape, &raw),
             _ if matches!(dtype, DType::F6E2M3 | DType::F6E3M2) => {
                 Err(Error::unsupported(format!("tensor '{name}': packed raw data of {dtype}")))
             }
@@ -170,18 +170,26 @@ pub fn tensor_from_proto(t: &TensorProto, ext: &ExternalData) -> Result<Tensor> 
     typed_fields(t, dtype, &shape).map_err(|e| terr(e.to_string()))
 }
 
-fn unpack_sub_byte(dtype: DType, shape: &[usize], raw: &[u8]) -> Tensor {
+fn unpack_sub_byte(dtype: DType, shape: &[usize], raw: &[u8]) -> Result<Tensor> {
     let bits = dtype.packed_bits();
     let per = 8 / bits;
     let mask = (1u8 << bits) - 1;
-    let signed = matches!(dtype, DType::I4 | DType::I2);
-    let t = Tensor::build::<u8>(shape, |out| {
-        for (i, o) in out.iter_mut().enumerate() {
-            let v = (raw[i / per] >> ((i % per) * bits)) & mask;
-            *o = if signed && v & (1 << (bits - 1)) != 0 { v | !mask } else { v };
-        }
-    });
-    t.relabel(dtype).unwrap_or(t)
+    let get = |i: usize| (raw[i / per] >> ((i % per) * bits)) & mask;
+    if matches!(dtype, DType::I4 | DType::I2) {
+        // Sign-extend from the top bit of the field.
+        Tensor::build_as::<i8>(dtype, shape, |out| {
+            for (i, o) in out.iter_mut().enumerate() {
+                let v = get(i);
+                *o = (if v & (1 << (bits - 1)) != 0 { v | !mask } else { v }) as i8;
+            }
+        })
+    } else {
+        Tensor::build_as::<u8>(dtype, shape, |out| {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = get(i);
+            }
+        })
+    }
 }
 
 fn check<T>(v: &[T], n: usize, field: &str) -> Result<()> {
@@ -241,7 +249,7 @@ fn typed_fields(t: &TensorProto, dtype: DType, shape: &[usize]) -> Result<Tensor
             let words = n.div_ceil(per);
             check(&t.int32_data, words, "int32_data (packed)")?;
             let raw: Vec<u8> = t.int32_data.iter().map(|v| *v as u8).collect();
-            Ok(unpack_sub_byte(dtype, shape, &raw))
+            unpack_sub_byte(dtype, shape, &raw)
         }
         Complex64 => {
             check(&t.float_data, 2 * n, "float_data (complex pairs)")?;
