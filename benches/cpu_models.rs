@@ -20,8 +20,11 @@ fn bench(c: &mut Criterion) {
     let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models");
     for name in ["mobilenetv2_tiny", "bert_tiny"] {
         let dir = models.join(name);
-        let session =
-            Runtime::load(dir.join("model.onnx")).expect("model loads").providers([Cpu::default().into()]).build().expect("session builds");
+        let session = Runtime::load(dir.join("model.onnx"))
+            .expect("model loads")
+            .providers([Cpu::default().into()])
+            .build()
+            .expect("session builds");
         let feeds = inputs(&dir.join("test_data_set_0"));
         c.bench_function(&format!("{name}/cpu"), |b| {
             b.iter(|| session.run(feeds.iter().map(|(n, t)| (n.as_str(), t))).expect("run succeeds"))

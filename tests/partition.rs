@@ -10,26 +10,35 @@ use vinort::ir::proto::onnx;
 use vinort::ir::{Capability, CompiledPartition, ExecutionProvider, Model, NodeIndex, PartitionDef, RunContext, Value};
 use vinort::{Provider, Runtime, Tensor};
 
+/// `(provider, input pointers, output pointers)` of each partition run.
+type Log = Arc<Mutex<Vec<(String, Vec<usize>, Vec<usize>)>>>;
+/// `(provider, nodes, inputs, outputs)` of a planned partition.
+type Summary = (String, Vec<String>, Vec<String>, Vec<String>);
+
 /// A provider that claims only some op types and runs them with the Cpu kernels, recording the
 /// data pointers of every tensor entering and leaving its partitions.
 #[derive(Debug)]
 struct Only {
     name: &'static str,
     ops: &'static [&'static str],
-    log: Arc<Mutex<Vec<(String, Vec<usize>, Vec<usize>)>>>,
+    log: Log,
 }
 
 struct Recording {
     inner: Box<dyn CompiledPartition>,
     name: String,
-    log: Arc<Mutex<Vec<(String, Vec<usize>, Vec<usize>)>>>,
+    log: Log,
 }
 
 impl CompiledPartition for Recording {
     fn run(&self, inputs: &[&Value], ctx: &RunContext) -> vinort::ir::Result<Vec<Value>> {
         let ptr = |v: &Value| v.as_tensor().map(|t| t.data_ptr() as usize).unwrap_or(0);
         let out = self.inner.run(inputs, ctx)?;
-        self.log.lock().unwrap().push((self.name.clone(), inputs.iter().map(|v| ptr(v)).collect(), out.iter().map(ptr).collect()));
+        self.log.lock().unwrap().push((
+            self.name.clone(),
+            inputs.iter().map(|v| ptr(v)).collect(),
+            out.iter().map(ptr).collect(),
+        ));
         Ok(out)
     }
 }
@@ -78,10 +87,17 @@ fn a_refused_node_in_the_middle_splits_into_convex_partitions_with_zero_copy_han
     let log = Arc::new(Mutex::new(vec![]));
     let first = Only { name: "First", ops: &["Relu", "Add"], log: log.clone() };
     let second = Only { name: "Second", ops: &["Neg"], log: log.clone() };
-    let s = Runtime::from_bytes(diamond()).unwrap().providers([Provider::new(first), Provider::new(second)]).build().unwrap();
+    let s = Runtime::from_bytes(diamond())
+        .unwrap()
+        .providers([Provider::new(first), Provider::new(second)])
+        .build()
+        .unwrap();
     let plan = s.plan();
-    let summary: Vec<(String, Vec<String>, Vec<String>, Vec<String>)> =
-        plan.partitions.iter().map(|p| (p.provider.clone(), p.nodes.clone(), p.inputs.clone(), p.outputs.clone())).collect();
+    let summary: Vec<Summary> = plan
+        .partitions
+        .iter()
+        .map(|p| (p.provider.clone(), p.nodes.clone(), p.inputs.clone(), p.outputs.clone()))
+        .collect();
     let v = |x: &[&str]| x.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     assert_eq!(
         summary,
@@ -134,7 +150,11 @@ fn a_provider_that_cannot_start_is_skipped_with_a_warning_or_fails_on_request() 
             unreachable!("never asked: it did not start")
         }
     }
-    let s = Runtime::from_bytes(diamond()).unwrap().providers([Provider::new(Broken), vinort::Cpu::default().into()]).build().unwrap();
+    let s = Runtime::from_bytes(diamond())
+        .unwrap()
+        .providers([Provider::new(Broken), vinort::Cpu::default().into()])
+        .build()
+        .unwrap();
     assert!(s.plan().warnings.iter().any(|w| w.contains("Broken") && w.contains("/nowhere")));
     assert!(s.plan().partitions.iter().all(|p| p.provider == "Cpu"));
     let e = Runtime::from_bytes(diamond())

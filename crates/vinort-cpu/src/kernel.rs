@@ -39,10 +39,13 @@ impl NodeInfo<'_> {
 /// Builds a kernel for a node, or refuses it with [`Error::Unsupported`] saying why.
 pub type Factory = fn(&NodeInfo<'_>) -> Result<Box<dyn Kernel>>;
 
+/// Factories of one `(domain, op)`, each for a range of opsets.
+type Versions = Vec<(RangeInclusive<i64>, Factory)>;
+
 /// Maps `(domain, op_type, opset)` to kernel factories.
 #[derive(Default)]
 pub struct Registry {
-    map: HashMap<(&'static str, &'static str), Vec<(RangeInclusive<i64>, Factory)>>,
+    map: HashMap<(&'static str, &'static str), Versions>,
 }
 
 impl Registry {

@@ -360,7 +360,7 @@ impl Tensor {
         if bytes.is_empty() {
             return Ok(&[]);
         }
-        if (bytes.as_ptr() as usize) % std::mem::align_of::<T>() != 0 {
+        if !(bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>()) {
             return Err(Error::Misaligned { dtype: self.dtype });
         }
         // SAFETY: type and alignment checked above; length equals numel * size_of::<T>()
@@ -386,7 +386,7 @@ impl Tensor {
     pub fn to_aligned(&self) -> Tensor {
         match &self.data {
             Data::Bytes { bytes, .. }
-                if !bytes.is_empty() && (bytes.as_ptr() as usize) % self.dtype.size().max(1) != 0 =>
+                if !bytes.is_empty() && !(bytes.as_ptr() as usize).is_multiple_of(self.dtype.size().max(1)) =>
             {
                 let mut buf = AlignedBuf::zeroed(bytes.len());
                 buf.as_mut_slice().copy_from_slice(bytes);
@@ -493,7 +493,7 @@ mod tests {
         let raw = Bytes::from(vec![0u8; 17]);
         let odd = raw.slice(1..17);
         let m = Tensor::from_shared_bytes(DType::F32, &[4], odd.clone()).unwrap();
-        if odd.as_ptr() as usize % 4 != 0 {
+        if !(odd.as_ptr() as usize).is_multiple_of(4) {
             assert!(matches!(m.as_slice::<f32>(), Err(Error::Misaligned { .. })));
         }
         assert_eq!(m.to_aligned().as_slice::<f32>().unwrap(), &[0.0; 4]);
