@@ -1,5 +1,311 @@
-//! (being written)
+//! Normalisation, softmax and reduction kernels.
+//!
+//! - [`softmax`][softmax]: [Softmax](https://onnx.ai/onnx/operators/onnx__Softmax.html),
+//!   [LogSoftmax](https://onnx.ai/onnx/operators/onnx__LogSoftmax.html),
+//!   [Hardmax](https://onnx.ai/onnx/operators/onnx__Hardmax.html).
+//! - [`normalization`][normalization]: LayerNormalization, RMSNormalization, BatchNormalization,
+//!   InstanceNormalization, MeanVarianceNormalization, LpNormalization, LRN, GroupNormalization.
+//! - [`reduce`][reduce]: the ten `Reduce*` ops, ArgMax and ArgMin.
+//!
+//! Floating-point kernels cover f32, f64, f16 and bf16; the half types are computed in f32
+//! (f64 stays f64), so no kernel accumulates in a 16-bit type.
 
-use crate::kernel::Registry;
+use std::ops::{Add, AddAssign, Div, Mul, Neg, Sub};
 
-pub(crate) fn register(_r: &mut Registry) {}
+use rayon::prelude::*;
+use vinort_ir::{DType, Elem, Error, Result, Tensor};
+
+use crate::kernel::{NodeInfo, Registry};
+
+pub mod normalization;
+pub mod reduce;
+pub mod softmax;
+#[cfg(test)]
+mod testutil;
+
+pub(crate) fn register(r: &mut Registry) {
+    softmax::register(r);
+    normalization::register(r);
+    reduce::register(r);
+}
+
+/// Work (in elements touched) below which a kernel stays on the calling thread: below this,
+/// handing rows to rayon costs more than the arithmetic.
+pub(crate) const PAR_MIN: usize = 1 << 15;
+
+/// Elements of work each rayon task gets at least.
+pub(crate) const GRAIN: usize = 1 << 13;
+
+/// The arithmetic type a floating-point kernel computes in (f32 or f64).
+pub trait Real:
+    Copy
+    + Send
+    + Sync
+    + PartialOrd
+    + Default
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+    + AddAssign
+    + std::fmt::Debug
+    + 'static
+{
+    /// 0.
+    const ZERO: Self;
+    /// 1.
+    const ONE: Self;
+    /// Negative infinity.
+    const NEG_INF: Self;
+    /// e^x.
+    fn exp(self) -> Self;
+    /// Natural logarithm.
+    fn ln(self) -> Self;
+    /// Square root.
+    fn sqrt(self) -> Self;
+    /// Absolute value.
+    fn abs(self) -> Self;
+    /// self^e.
+    fn powf(self, e: Self) -> Self;
+    /// From f64 (rounding).
+    fn from_f64(v: f64) -> Self;
+    /// To f64.
+    fn to_f64(self) -> f64;
+    /// NaN test.
+    fn is_nan(self) -> bool;
+}
+
+macro_rules! real {
+    ($t:ty) => {
+        impl Real for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const NEG_INF: Self = <$t>::NEG_INFINITY;
+            #[inline(always)]
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            #[inline(always)]
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            #[inline(always)]
+            fn powf(self, e: Self) -> Self {
+                <$t>::powf(self, e)
+            }
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+        }
+    };
+}
+real!(f32);
+real!(f64);
+
+/// A floating-point element type and the type it is computed in.
+pub trait Float: Elem {
+    /// The compute type.
+    type R: Real;
+    /// True when `R` is `Self`, so intermediate values stored in the output lose nothing.
+    const EXACT: bool;
+    /// Widens to the compute type.
+    fn load(self) -> Self::R;
+    /// Rounds back from the compute type.
+    fn store(v: Self::R) -> Self;
+}
+
+impl Float for f32 {
+    type R = f32;
+    const EXACT: bool = true;
+    #[inline(always)]
+    fn load(self) -> f32 {
+        self
+    }
+    #[inline(always)]
+    fn store(v: f32) -> f32 {
+        v
+    }
+}
+
+impl Float for f64 {
+    type R = f64;
+    const EXACT: bool = true;
+    #[inline(always)]
+    fn load(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn store(v: f64) -> f64 {
+        v
+    }
+}
+
+impl Float for half::f16 {
+    type R = f32;
+    const EXACT: bool = false;
+    #[inline(always)]
+    fn load(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn store(v: f32) -> Self {
+        half::f16::from_f32(v)
+    }
+}
+
+impl Float for half::bf16 {
+    type R = f32;
+    const EXACT: bool = false;
+    #[inline(always)]
+    fn load(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn store(v: f32) -> Self {
+        half::bf16::from_f32(v)
+    }
+}
+
+/// Runs `$body` with `$T` bound to the Rust type of a floating-point `DType`; other types are
+/// [`Error::Unsupported`].
+macro_rules! dispatch_float {
+    ($dt:expr, $T:ident => $body:expr) => {
+        match $dt {
+            vinort_ir::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            vinort_ir::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            vinort_ir::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            vinort_ir::DType::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            other => Err(vinort_ir::Error::unsupported(format!("element type {other} (expected a float type)"))),
+        }
+    };
+}
+pub(crate) use dispatch_float;
+
+/// Refuses a node whose input `i` has a known non-float element type.
+pub(crate) fn require_float(info: &NodeInfo<'_>, i: usize) -> Result<()> {
+    match info.input_dtype(i) {
+        Some(d) if !d.is_float() => Err(Error::unsupported(format!(
+            "{} input {i} of type {d}: only float, double, float16 and bfloat16 are implemented",
+            info.node.qualified_op()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// A float tensor's elements converted to the compute type `R`, whatever float type it holds
+/// (the ONNX schemas let scale, bias and statistics differ in type from the data).
+pub(crate) fn load_real<R: Real>(t: &Tensor) -> Result<Vec<R>> {
+    Ok(match t.dtype() {
+        DType::F32 => t.as_slice::<f32>()?.iter().map(|v| R::from_f64(*v as f64)).collect(),
+        DType::F64 => t.as_slice::<f64>()?.iter().map(|v| R::from_f64(*v)).collect(),
+        DType::F16 => t.as_slice::<half::f16>()?.iter().map(|v| R::from_f64(v.to_f64())).collect(),
+        DType::BF16 => t.as_slice::<half::bf16>()?.iter().map(|v| R::from_f64(v.to_f64())).collect(),
+        other => return Err(Error::invalid(format!("expected a float tensor, got {other}"))),
+    })
+}
+
+/// Expands `vals` of shape `from` to shape `to` under ONNX's unidirectional (numpy)
+/// broadcasting, or says why it cannot.
+pub(crate) fn broadcast_to<R: Copy>(vals: &[R], from: &[usize], to: &[usize]) -> Result<Vec<R>> {
+    let bad = || Error::invalid(format!("shape {from:?} does not broadcast to {to:?}"));
+    if from.len() > to.len() || vals.len() != from.iter().product::<usize>() {
+        return Err(bad());
+    }
+    let pad = to.len() - from.len();
+    // Stride 0 on broadcast axes, so one odometer walk reads the right source element.
+    let mut strides = vec![0usize; to.len()];
+    let mut s = 1usize;
+    for i in (0..from.len()).rev() {
+        let (f, t) = (from[i], to[i + pad]);
+        if f == t {
+            strides[i + pad] = if f == 1 { 0 } else { s };
+        } else if f != 1 {
+            return Err(bad());
+        }
+        s *= f;
+    }
+    if from == &to[pad..] {
+        return Ok(vals.to_vec());
+    }
+    let n: usize = to.iter().product();
+    let mut out = Vec::with_capacity(n);
+    let mut idx = vec![0usize; to.len()];
+    let mut off = 0usize;
+    for _ in 0..n {
+        out.push(*vals.get(off).ok_or_else(bad)?);
+        for d in (0..to.len()).rev() {
+            idx[d] += 1;
+            off += strides[d];
+            if idx[d] < to[d] {
+                break;
+            }
+            off -= strides[d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+    Ok(out)
+}
+
+/// Calls `f(row_index, x_row, out_row)` for each of the equally many rows of `x` (length `xrow`) and
+/// `out` (length `orow`), on rayon when there is enough work. Rows of `x` may be empty
+/// (an empty reduced extent) while rows of `out` are not.
+pub(crate) fn for_rows<U, T, F>(x: &[U], xrow: usize, out: &mut [T], orow: usize, f: F)
+where
+    U: Sync,
+    T: Send,
+    F: Fn(usize, &[U], &mut [T]) + Sync + Send,
+{
+    if orow == 0 {
+        return;
+    }
+    let rows = out.len() / orow;
+    let work = xrow.max(orow);
+    let row_x = |r: usize| x.get(r * xrow..(r + 1) * xrow).unwrap_or(&[]);
+    if rows * work < PAR_MIN || rows < 2 {
+        for (r, o) in out.chunks_exact_mut(orow).enumerate() {
+            f(r, row_x(r), o);
+        }
+        return;
+    }
+    let per = (GRAIN / work.max(1)).max(1);
+    out.par_chunks_mut(per * orow).enumerate().for_each(|(c, block)| {
+        for (k, o) in block.chunks_exact_mut(orow).enumerate() {
+            f(c * per + k, row_x(c * per + k), o);
+        }
+    });
+}
+
+/// Product of extents.
+pub(crate) fn prod(s: &[usize]) -> usize {
+    s.iter().product()
+}

@@ -1,5 +1,204 @@
-//! (being written)
+//! Shape and data-movement kernels of the default ONNX domain.
+//!
+//! Ops that only move elements ([Reshape](https://onnx.ai/onnx/operators/onnx__Reshape.html),
+//! [Transpose](https://onnx.ai/onnx/operators/onnx__Transpose.html),
+//! [Slice](https://onnx.ai/onnx/operators/onnx__Slice.html),
+//! [Gather](https://onnx.ai/onnx/operators/onnx__Gather.html), ...) accept every element type,
+//! strings included: they describe their moves as a `copy::Step` plan that runs once per
+//! storage width. Ops that compute (Range, CumSum, TopK, Scatter reductions) take the numeric
+//! types their spec lists. Each file's doc comment names its ops and opsets.
+//!
+//! Reshape, Flatten, Squeeze, Unsqueeze and Identity never copy: their outputs share storage
+//! with their input, as do Slice/Split results that are one contiguous run of the input.
 
-use crate::kernel::Registry;
+use vinort_ir::{DType, Error, Result, Tensor, Value};
 
-pub(crate) fn register(_r: &mut Registry) {}
+use crate::kernel::{FnKernel, Kernel, Registry};
+
+mod copy;
+mod gather;
+mod generate;
+mod numeric;
+mod reshape;
+mod slice;
+mod transpose;
+
+#[cfg(test)]
+mod tests;
+
+pub(crate) fn register(r: &mut Registry) {
+    reshape::register(r);
+    transpose::register(r);
+    slice::register(r);
+    gather::register(r);
+    generate::register(r);
+    numeric::register(r);
+}
+
+/// Wraps a closure over the inputs as a kernel (the signature pins the closure's lifetimes).
+fn kernel(f: impl Fn(&[Option<&Value>]) -> Result<Vec<Value>> + Send + Sync + 'static) -> Box<dyn Kernel> {
+    Box::new(FnKernel(f))
+}
+
+/// A single integer from a scalar or one-element tensor (axis, k, depth inputs).
+fn scalar_int(t: &Tensor, what: &str) -> Result<i64> {
+    match t.to_i64_vec()?.as_slice() {
+        [v] => Ok(*v),
+        other => Err(Error::invalid(format!("{what} must hold one integer, it holds {}", other.len()))),
+    }
+}
+
+/// Integers from a 1-D tensor whose element type may also be floating point (OneHot casts).
+fn ints_lossy(t: &Tensor) -> Result<Vec<i64>> {
+    if t.dtype().is_float() { Ok(t.to_f64_vec()?.into_iter().map(|v| v as i64).collect()) } else { t.to_i64_vec() }
+}
+
+/// Normalises axes against a rank, rejecting repeats.
+fn norm_axes(axes: &[i64], rank: usize) -> Result<Vec<usize>> {
+    let mut out = Vec::with_capacity(axes.len());
+    for &a in axes {
+        let a = crate::kernel::norm_axis(a, rank)?;
+        if out.contains(&a) {
+            return Err(Error::invalid(format!("axis {a} is repeated in {axes:?}")));
+        }
+        out.push(a);
+    }
+    Ok(out)
+}
+
+/// An index into an axis of extent `dim`, negative counting from the end; an error when out of
+/// range (Gather, GatherElements, GatherND and the Scatters all say so).
+fn norm_index(i: i64, dim: usize) -> Result<usize> {
+    let d = dim as i64;
+    if i < -d || i >= d {
+        return Err(Error::invalid(format!("index {i} is out of range for an axis of {dim}")));
+    }
+    Ok(if i < 0 { (i + d) as usize } else { i as usize })
+}
+
+/// Converts a non-negative i64 to a dim.
+fn to_dim(v: i64, what: &str) -> Result<usize> {
+    usize::try_from(v).map_err(|_| Error::invalid(format!("{what} must be non-negative, got {v}")))
+}
+
+/// Arithmetic the computing kernels of this family need, for every numeric element type.
+pub(crate) trait Num: vinort_ir::Elem + PartialOrd {
+    fn zero() -> Self;
+    /// Wrapping for integers, so overflow never panics.
+    fn add(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn from_f64(v: f64) -> Self;
+    fn to_f64(self) -> f64;
+    /// NaN for floats; never for integers.
+    fn is_nan(self) -> bool;
+}
+
+macro_rules! num_int {
+    ($($t:ty),*) => {$(
+        impl Num for $t {
+            fn zero() -> Self { 0 }
+            fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+            fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            fn from_f64(v: f64) -> Self { v as $t }
+            fn to_f64(self) -> f64 { self as f64 }
+            fn is_nan(self) -> bool { false }
+        }
+    )*};
+}
+num_int!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+macro_rules! num_float {
+    ($($t:ty),*) => {$(
+        impl Num for $t {
+            fn zero() -> Self { 0.0 }
+            fn add(self, o: Self) -> Self { self + o }
+            fn mul(self, o: Self) -> Self { self * o }
+            fn from_f64(v: f64) -> Self { v as $t }
+            fn to_f64(self) -> f64 { self as f64 }
+            fn is_nan(self) -> bool { <$t>::is_nan(self) }
+        }
+    )*};
+}
+num_float!(f32, f64);
+
+macro_rules! num_half {
+    ($($t:ty),*) => {$(
+        impl Num for $t {
+            fn zero() -> Self { <$t>::ZERO }
+            fn add(self, o: Self) -> Self { self + o }
+            fn mul(self, o: Self) -> Self { self * o }
+            fn from_f64(v: f64) -> Self { <$t>::from_f64(v) }
+            fn to_f64(self) -> f64 { <$t>::to_f64(self) }
+            fn is_nan(self) -> bool { <$t>::is_nan(self) }
+        }
+    )*};
+}
+num_half!(half::f16, half::bf16);
+
+/// Runs `$body` with `$T` bound to the Rust type of a numeric `DType`; other types are
+/// refused with [`Error::Unsupported`] naming `$op`.
+macro_rules! with_num {
+    ($dtype:expr, $op:expr, |$T:ident| $body:expr) => {
+        match $dtype {
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            DType::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            DType::U64 => {
+                type $T = u64;
+                $body
+            }
+            other => Err(Error::unsupported(format!("{} does not support {other} tensors", $op))),
+        }
+    };
+}
+pub(crate) use with_num;
+
+/// A one-element tensor of a numeric or bool type holding `v` (EyeLike's one, Pad's legacy
+/// float `value`, Dropout's legacy mask).
+fn scalar_of(dtype: DType, v: f64) -> Result<Tensor> {
+    if dtype == DType::Bool {
+        return Ok(Tensor::scalar(v != 0.0));
+    }
+    with_num!(dtype, "this op", |T| Ok(Tensor::scalar(<T as Num>::from_f64(v))))
+}

@@ -1,0 +1,875 @@
+//! Normalisations, for f32, f64, f16 and bf16 (statistics in f32, or f64 for f64 data):
+//! [LayerNormalization](https://onnx.ai/onnx/operators/onnx__LayerNormalization.html) (17),
+//! [RMSNormalization](https://onnx.ai/onnx/operators/onnx__RMSNormalization.html) (23),
+//! [BatchNormalization](https://onnx.ai/onnx/operators/onnx__BatchNormalization.html) (6–15,
+//! inference, and `training_mode=1` from 14),
+//! [InstanceNormalization](https://onnx.ai/onnx/operators/onnx__InstanceNormalization.html) (1–22),
+//! [MeanVarianceNormalization](https://onnx.ai/onnx/operators/onnx__MeanVarianceNormalization.html)
+//! (9–13), [LpNormalization](https://onnx.ai/onnx/operators/onnx__LpNormalization.html) (1–22),
+//! [LRN](https://onnx.ai/onnx/operators/onnx__LRN.html) (1–13) and
+//! [GroupNormalization](https://onnx.ai/onnx/operators/onnx__GroupNormalization.html) (18, 21).
+
+use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
+
+use super::reduce::{SumOf, reduce_fold};
+use super::{Float, Real, broadcast_to, dispatch_float, for_rows, load_real, prod, require_float};
+use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in};
+
+pub(crate) fn register(r: &mut Registry) {
+    r.add("", "LayerNormalization", 17..=MAX_OPSET, layer_factory);
+    r.add("", "RMSNormalization", 23..=MAX_OPSET, layer_factory);
+    r.add("", "BatchNormalization", 6..=MAX_OPSET, batch_factory);
+    r.add("", "InstanceNormalization", 1..=MAX_OPSET, instance_factory);
+    r.add("", "MeanVarianceNormalization", 9..=MAX_OPSET, mvn_factory);
+    r.add("", "LpNormalization", 1..=MAX_OPSET, lp_factory);
+    r.add("", "LRN", 1..=MAX_OPSET, lrn_factory);
+    r.add("", "GroupNormalization", 18..=MAX_OPSET, group_factory);
+}
+
+/// A float tensor of `dtype` (f32 or bf16 for statistics outputs, or any float) from `R`s.
+fn store_real<R: Real>(dtype: DType, shape: &[usize], v: &[R]) -> Result<Tensor> {
+    dispatch_float!(dtype, T => Ok(Tensor::build::<T>(shape, |o| {
+        for (o, v) in o.iter_mut().zip(v) {
+            *o = T::store(<T as Float>::R::from_f64(v.to_f64()));
+        }
+    })))
+}
+
+/// Mean and 1/sqrt(var + eps) of a row, two-pass so a large mean does not cancel the variance.
+fn mean_inv<T: Float>(x: &[T], eps: T::R) -> (T::R, T::R) {
+    let n = T::R::from_f64(x.len() as f64);
+    let mut s = T::R::ZERO;
+    for v in x {
+        s += v.load();
+    }
+    let m = s / n;
+    let mut q = T::R::ZERO;
+    for v in x {
+        let d = v.load() - m;
+        q += d * d;
+    }
+    (m, T::R::ONE / (q / n + eps).sqrt())
+}
+
+/// Scale or bias of LayerNormalization / RMSNormalization after unidirectional broadcasting
+/// to X: one row shared by every normalised row (the usual case), or the full tensor.
+enum Affine<R> {
+    Row(Vec<R>),
+    Full(Vec<R>),
+}
+
+impl<R: Real> Affine<R> {
+    fn new(t: &Tensor, shape: &[usize], axis: usize) -> Result<Affine<R>> {
+        let v = load_real::<R>(t)?;
+        let mut from = t.shape();
+        let tail = shape.len() - axis;
+        while from.len() > tail && from.first() == Some(&1) {
+            from = &from[1..];
+        }
+        if from.len() <= tail {
+            Ok(Affine::Row(broadcast_to(&v, from, &shape[axis..])?))
+        } else {
+            Ok(Affine::Full(broadcast_to(&v, t.shape(), shape)?))
+        }
+    }
+
+    fn row(&self, r: usize, len: usize) -> &[R] {
+        match self {
+            Affine::Row(v) => v,
+            Affine::Full(v) => v.get(r * len..(r + 1) * len).unwrap_or(&[]),
+        }
+    }
+}
+
+struct LayerNorm {
+    axis: i64,
+    eps: f32,
+    rms: bool,
+    /// Element type of the Mean / InvStdDev outputs (`U`: float or bfloat16).
+    stat_dtype: DType,
+}
+
+fn layer_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    let n = info.node;
+    require_float(info, 0)?;
+    let stat_dtype = match info.outputs.get(1).and_then(|t| t.tensor_dtype()) {
+        Some(DType::BF16) => DType::BF16,
+        _ => DType::F32,
+    };
+    // stash_type only asks for at least f32 statistics; this kernel always computes them in f32
+    // or f64, so every stash_type is honoured.
+    Ok(Box::new(LayerNorm {
+        axis: n.attr_or::<i64>("axis", -1)?,
+        eps: n.attr_or::<f32>("epsilon", 1e-5)?,
+        rms: n.op_type == "RMSNormalization",
+        stat_dtype,
+    }))
+}
+
+impl Kernel for LayerNorm {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let x = tensor_in(inputs, 0)?;
+        let scale = tensor_in(inputs, 1)?;
+        let bias = if self.rms { None } else { opt_tensor_in(inputs, 2)? };
+        dispatch_float!(x.dtype(), T => self.run_t::<T>(x, scale, bias))
+    }
+}
+
+impl LayerNorm {
+    fn run_t<T: Float>(&self, x: &Tensor, scale: &Tensor, bias: Option<&Tensor>) -> Result<Vec<Value>> {
+        let shape = x.shape();
+        let a = norm_axis(self.axis, shape.len())?;
+        let inner = prod(&shape[a..]);
+        let xs = x.as_slice::<T>()?;
+        let scale = Affine::<T::R>::new(scale, shape, a)?;
+        let bias = bias.map(|b| Affine::<T::R>::new(b, shape, a)).transpose()?;
+        let eps = T::R::from_f64(self.eps as f64);
+        let outer = prod(&shape[..a]);
+        let mut stats = vec![T::R::ZERO; outer * 2];
+        let rms = self.rms;
+        for_rows(xs, inner, &mut stats, 2, |_, xr, st| {
+            let (m, inv) = if rms {
+                let n = T::R::from_f64(xr.len() as f64);
+                let mut q = T::R::ZERO;
+                for v in xr {
+                    let v = v.load();
+                    q += v * v;
+                }
+                (T::R::ZERO, T::R::ONE / (q / n + eps).sqrt())
+            } else {
+                mean_inv(xr, eps)
+            };
+            st.copy_from_slice(&[m, inv]);
+        });
+        let y = Tensor::build::<T>(shape, |y| {
+            for_rows(xs, inner, y, inner, |r, xr, yr| {
+                let (m, inv) = match stats.get(2 * r..2 * r + 2) {
+                    Some([m, i]) => (*m, *i),
+                    _ => return,
+                };
+                let sc = scale.row(r, inner);
+                match &bias {
+                    Some(b) => {
+                        for (((o, v), s), b) in yr.iter_mut().zip(xr).zip(sc).zip(b.row(r, inner)) {
+                            *o = T::store((v.load() - m) * inv * *s + *b);
+                        }
+                    }
+                    None => {
+                        for ((o, v), s) in yr.iter_mut().zip(xr).zip(sc) {
+                            *o = T::store((v.load() - m) * inv * *s);
+                        }
+                    }
+                }
+            });
+        });
+        if rms {
+            return Ok(vec![y.into()]);
+        }
+        let stat_shape: Vec<usize> = shape.iter().enumerate().map(|(i, d)| if i < a { *d } else { 1 }).collect();
+        let mean: Vec<T::R> = stats.iter().step_by(2).copied().collect();
+        let inv: Vec<T::R> = stats.iter().skip(1).step_by(2).copied().collect();
+        Ok(vec![
+            y.into(),
+            store_real(self.stat_dtype, &stat_shape, &mean)?.into(),
+            store_real(self.stat_dtype, &stat_shape, &inv)?.into(),
+        ])
+    }
+}
+
+/// `(N, C, spatial)` of an `N x C x D1 x ...` input.
+fn ncs(shape: &[usize], op: &str) -> Result<(usize, usize, usize)> {
+    match shape {
+        [n, c, rest @ ..] => Ok((*n, *c, prod(rest))),
+        _ => Err(Error::invalid(format!("{op} needs an input of rank 2 or more (N x C x ...), got {shape:?}"))),
+    }
+}
+
+/// A per-channel parameter: exactly `c` values.
+fn per_channel<R: Real>(t: &Tensor, c: usize, what: &str) -> Result<Vec<R>> {
+    if t.rank() != 1 || t.len() != c {
+        return Err(Error::invalid(format!("{what} must have shape [{c}], got {:?}", t.shape())));
+    }
+    load_real(t)
+}
+
+struct BatchNorm {
+    eps: f32,
+    momentum: f32,
+    training: bool,
+}
+
+fn batch_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    let n = info.node;
+    require_float(info, 0)?;
+    if n.opset < 9 && n.attr_or::<i64>("spatial", 1)? == 0 {
+        return Err(Error::unsupported("BatchNormalization with spatial=0 (per-activation statistics)"));
+    }
+    let training = n.opset >= 14 && n.attr_or::<i64>("training_mode", 0)? != 0;
+    // Before opset 14 the extra outputs were training-only statistics this kernel does not
+    // produce; refuse rather than leave them unset.
+    if !training && n.outputs.iter().skip(1).any(Option::is_some) {
+        return Err(Error::unsupported("BatchNormalization training outputs (mean, var, saved statistics)"));
+    }
+    Ok(Box::new(BatchNorm {
+        eps: n.attr_or::<f32>("epsilon", 1e-5)?,
+        momentum: n.attr_or::<f32>("momentum", 0.9)?,
+        training,
+    }))
+}
+
+impl Kernel for BatchNorm {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let x = tensor_in(inputs, 0)?;
+        dispatch_float!(x.dtype(), T => self.run_t::<T>(x, inputs))
+    }
+}
+
+impl BatchNorm {
+    fn run_t<T: Float>(&self, x: &Tensor, inputs: &[Option<&Value>]) -> Result<Vec<Value>> {
+        let (n, c, s) = ncs(x.shape(), "BatchNormalization")?;
+        let scale = per_channel::<T::R>(tensor_in(inputs, 1)?, c, "scale")?;
+        let b = per_channel::<T::R>(tensor_in(inputs, 2)?, c, "B")?;
+        let mean_t = tensor_in(inputs, 3)?;
+        let var_t = tensor_in(inputs, 4)?;
+        let in_mean = per_channel::<T::R>(mean_t, c, "input_mean")?;
+        let in_var = per_channel::<T::R>(var_t, c, "input_var")?;
+        let xs = x.as_slice::<T>()?;
+        let eps = T::R::from_f64(self.eps as f64);
+        let (mean, var) = if self.training { channel_stats(xs, n, c, s) } else { (in_mean.clone(), in_var.clone()) };
+        // y = x * k + (B - mean * k), k = scale / sqrt(var + eps): one fused multiply-add.
+        let k: Vec<T::R> = scale.iter().zip(&var).map(|(g, v)| *g / (*v + eps).sqrt()).collect();
+        let off: Vec<T::R> = b.iter().zip(&mean).zip(&k).map(|((b, m), k)| *b - *m * *k).collect();
+        let y = Tensor::build::<T>(x.shape(), |y| {
+            for_rows(xs, s, y, s, |r, xr, yr| {
+                let ch = r % c.max(1);
+                let (k, o) = (k.get(ch).copied().unwrap_or(T::R::ZERO), off.get(ch).copied().unwrap_or(T::R::ZERO));
+                for (y, v) in yr.iter_mut().zip(xr) {
+                    *y = T::store(v.load() * k + o);
+                }
+            });
+        });
+        if !self.training {
+            return Ok(vec![y.into()]);
+        }
+        let mo = T::R::from_f64(self.momentum as f64);
+        let run_mean: Vec<T::R> = in_mean.iter().zip(&mean).map(|(i, m)| *i * mo + *m * (T::R::ONE - mo)).collect();
+        let run_var: Vec<T::R> = in_var.iter().zip(&var).map(|(i, v)| *i * mo + *v * (T::R::ONE - mo)).collect();
+        Ok(vec![
+            y.into(),
+            store_real(mean_t.dtype(), &[c], &run_mean)?.into(),
+            store_real(var_t.dtype(), &[c], &run_var)?.into(),
+        ])
+    }
+}
+
+/// Per-channel mean and population variance of an `N x C x S` tensor.
+fn channel_stats<T: Float>(x: &[T], n: usize, c: usize, s: usize) -> (Vec<T::R>, Vec<T::R>) {
+    let cnt = T::R::from_f64((n * s) as f64);
+    let mut sum = vec![T::R::ZERO; c];
+    let blocks = || x.chunks_exact(s.max(1)).enumerate().map(move |(r, xr)| (r % c.max(1), xr));
+    for (ch, xr) in blocks() {
+        for v in xr {
+            sum[ch] += v.load();
+        }
+    }
+    let mean: Vec<T::R> = sum.iter().map(|v| *v / cnt).collect();
+    let mut sq = vec![T::R::ZERO; c];
+    for (ch, xr) in blocks() {
+        for v in xr {
+            let d = v.load() - mean[ch];
+            sq[ch] += d * d;
+        }
+    }
+    (mean, sq.iter().map(|v| *v / cnt).collect())
+}
+
+struct InstanceNorm {
+    eps: f32,
+}
+
+fn instance_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    require_float(info, 0)?;
+    Ok(Box::new(InstanceNorm { eps: info.node.attr_or::<f32>("epsilon", 1e-5)? }))
+}
+
+impl Kernel for InstanceNorm {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let x = tensor_in(inputs, 0)?;
+        dispatch_float!(x.dtype(), T => self.run_t::<T>(x, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?))
+    }
+}
+
+impl InstanceNorm {
+    fn run_t<T: Float>(&self, x: &Tensor, scale: &Tensor, bias: &Tensor) -> Result<Vec<Value>> {
+        let (_, c, s) = ncs(x.shape(), "InstanceNormalization")?;
+        let scale = per_channel::<T::R>(scale, c, "scale")?;
+        let bias = per_channel::<T::R>(bias, c, "B")?;
+        let xs = x.as_slice::<T>()?;
+        let eps = T::R::from_f64(self.eps as f64);
+        let y = Tensor::build::<T>(x.shape(), |y| {
+            for_rows(xs, s, y, s, |r, xr, yr| {
+                let ch = r % c.max(1);
+                let (m, inv) = mean_inv(xr, eps);
+                let (g, b) =
+                    (scale.get(ch).copied().unwrap_or(T::R::ZERO), bias.get(ch).copied().unwrap_or(T::R::ZERO));
+                for (y, v) in yr.iter_mut().zip(xr) {
+                    *y = T::store((v.load() - m) * inv * g + b);
+                }
+            });
+        });
+        Ok(vec![y.into()])
+    }
+}
+
+struct GroupNorm {
+    eps: f32,
+    groups: i64,
+    /// Opset 18 has one scale and bias per group; opset 21 one per channel.
+    per_group: bool,
+}
+
+fn group_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    let n = info.node;
+    require_float(info, 0)?;
+    let groups = n.req_attr::<i64>("num_groups")?;
+    if groups <= 0 {
+        return Err(n.error(format!("num_groups must be positive, got {groups}")));
+    }
+    Ok(Box::new(GroupNorm { eps: n.attr_or::<f32>("epsilon", 1e-5)?, groups, per_group: n.opset < 21 }))
+}
+
+impl Kernel for GroupNorm {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let x = tensor_in(inputs, 0)?;
+        dispatch_float!(x.dtype(), T => self.run_t::<T>(x, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?))
+    }
+}
+
+impl GroupNorm {
+    fn run_t<T: Float>(&self, x: &Tensor, scale: &Tensor, bias: &Tensor) -> Result<Vec<Value>> {
+        let (_, c, s) = ncs(x.shape(), "GroupNormalization")?;
+        let g = self.groups as usize;
+        if !c.is_multiple_of(g) {
+            return Err(Error::invalid(format!("{c} channels do not split into {g} groups")));
+        }
+        let cpg = c / g;
+        let params = if self.per_group { g } else { c };
+        let scale = per_channel::<T::R>(scale, params, "scale")?;
+        let bias = per_channel::<T::R>(bias, params, "bias")?;
+        let xs = x.as_slice::<T>()?;
+        let eps = T::R::from_f64(self.eps as f64);
+        let per_group = self.per_group;
+        let row = cpg * s;
+        let y = Tensor::build::<T>(x.shape(), |y| {
+            for_rows(xs, row, y, row, |r, xr, yr| {
+                let grp = r % g;
+                let (m, inv) = mean_inv(xr, eps);
+                for (k, (xc, yc)) in xr.chunks(s.max(1)).zip(yr.chunks_mut(s.max(1))).enumerate() {
+                    let p = if per_group { grp } else { grp * cpg + k };
+                    let (sc, b) =
+                        (scale.get(p).copied().unwrap_or(T::R::ZERO), bias.get(p).copied().unwrap_or(T::R::ZERO));
+                    for (y, v) in yc.iter_mut().zip(xc) {
+                        *y = T::store((v.load() - m) * inv * sc + b);
+                    }
+                }
+            });
+        });
+        Ok(vec![y.into()])
+    }
+}
+
+struct Mvn {
+    axes: Vec<i64>,
+}
+
+fn mvn_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    require_float(info, 0)?;
+    Ok(Box::new(Mvn { axes: info.node.attr_or::<Vec<i64>>("axes", vec![0, 2, 3])? }))
+}
+
+impl Kernel for Mvn {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let x = tensor_in(inputs, 0)?;
+        dispatch_float!(x.dtype(), T => self.run_t::<T>(x))
+    }
+}
+
+impl Mvn {
+    fn run_t<T: Float>(&self, x: &Tensor) -> Result<Vec<Value>>
+    where
+        T::R: super::reduce::RElem<A = T::R> + super::reduce::Acc,
+    {
+        let shape = x.shape();
+        let mut mask = vec![false; shape.len()];
+        for &a in &self.axes {
+            let a = norm_axis(a, shape.len())?;
+            if std::mem::replace(&mut mask[a], true) {
+                return Err(Error::invalid(format!("axis {a} is listed twice in axes {:?}", self.axes)));
+            }
+        }
+        let kept: Vec<usize> = shape.iter().zip(&mask).map(|(d, r)| if *r { 1 } else { *d }).collect();
+        let n = T::R::from_f64(shape.iter().zip(&mask).filter(|(_, r)| **r).map(|(d, _)| *d).product::<usize>() as f64);
+        let xr: Vec<T::R> = x.as_slice::<T>()?.iter().map(|v| v.load()).collect();
+        let sum = reduce_fold(&SumOf(|v: T::R| v), &xr, shape, &mask);
+        let mean: Vec<T::R> = sum.iter().map(|s| *s / n).collect();
+        let mean_full = broadcast_to(&mean, &kept, shape)?;
+        let d: Vec<T::R> = xr.iter().zip(&mean_full).map(|(v, m)| *v - *m).collect();
+        let sq = reduce_fold(&SumOf(|v: T::R| v * v), &d, shape, &mask);
+        // The ONNX function adds 1e-9 to the standard deviation, not to the variance.
+        let den: Vec<T::R> = sq.iter().map(|q| (*q / n).sqrt() + T::R::from_f64(1e-9)).collect();
+        let den_full = broadcast_to(&den, &kept, shape)?;
+        let y = Tensor::build::<T>(shape, |y| {
+            for ((y, d), s) in y.iter_mut().zip(&d).zip(&den_full) {
+                *y = T::store(*d / *s);
+            }
+        });
+        Ok(vec![y.into()])
+    }
+}
+
+struct LpNorm {
+    axis: i64,
+    p: i64,
+}
+
+fn lp_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    let n = info.node;
+    require_float(info, 0)?;
+    let p = n.attr_or::<i64>("p", 2)?;
+    if p != 1 && p != 2 {
+        return Err(n.error(format!("p must be 1 or 2, got {p}")));
+    }
+    Ok(Box::new(LpNorm { axis: n.attr_or::<i64>("axis", -1)?, p }))
+}
+
+impl Kernel for LpNorm {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let x = tensor_in(inputs, 0)?;
+        dispatch_float!(x.dtype(), T => self.run_t::<T>(x))
+    }
+}
+
+impl LpNorm {
+    fn run_t<T: Float>(&self, x: &Tensor) -> Result<Vec<Value>> {
+        let shape = x.shape();
+        let a = norm_axis(self.axis, shape.len())?;
+        let (n, inner) = (shape[a], prod(&shape[a + 1..]));
+        let xs = x.as_slice::<T>()?;
+        let l1 = self.p == 1;
+        let block = n * inner;
+        let y = Tensor::build::<T>(shape, |y| {
+            for_rows(xs, block, y, block, |_, xb, yb| {
+                let mut norm = vec![T::R::ZERO; inner];
+                for xr in xb.chunks_exact(inner) {
+                    for (s, v) in norm.iter_mut().zip(xr) {
+                        let v = v.load();
+                        *s += if l1 { v.abs() } else { v * v };
+                    }
+                }
+                // A zero norm gives 0, not 0/0 (the ONNX reference does the same).
+                let inv: Vec<T::R> = norm
+                    .iter()
+                    .map(|s| {
+                        let s = if l1 { *s } else { s.sqrt() };
+                        if s == T::R::ZERO { T::R::ZERO } else { T::R::ONE / s }
+                    })
+                    .collect();
+                for (xr, yr) in xb.chunks_exact(inner).zip(yb.chunks_exact_mut(inner)) {
+                    for ((y, v), i) in yr.iter_mut().zip(xr).zip(&inv) {
+                        *y = T::store(v.load() * *i);
+                    }
+                }
+            });
+        });
+        Ok(vec![y.into()])
+    }
+}
+
+struct Lrn {
+    size: usize,
+    alpha: f32,
+    beta: f32,
+    bias: f32,
+}
+
+fn lrn_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    let n = info.node;
+    require_float(info, 0)?;
+    let size = n.req_attr::<i64>("size")?;
+    if size <= 0 {
+        return Err(n.error(format!("size must be positive, got {size}")));
+    }
+    Ok(Box::new(Lrn {
+        size: size as usize,
+        alpha: n.attr_or::<f32>("alpha", 1e-4)?,
+        beta: n.attr_or::<f32>("beta", 0.75)?,
+        bias: n.attr_or::<f32>("bias", 1.0)?,
+    }))
+}
+
+impl Kernel for Lrn {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let x = tensor_in(inputs, 0)?;
+        dispatch_float!(x.dtype(), T => self.run_t::<T>(x))
+    }
+}
+
+impl Lrn {
+    fn run_t<T: Float>(&self, x: &Tensor) -> Result<Vec<Value>> {
+        let (_, c, s) = ncs(x.shape(), "LRN")?;
+        let xs = x.as_slice::<T>()?;
+        let (before, after) = ((self.size - 1) / 2, self.size / 2);
+        let k = T::R::from_f64(self.alpha as f64 / self.size as f64);
+        let (bias, beta) = (T::R::from_f64(self.bias as f64), T::R::from_f64(self.beta as f64));
+        let block = c * s;
+        let y = Tensor::build::<T>(x.shape(), |y| {
+            for_rows(xs, block, y, block, |_, xb, yb| {
+                let sq: Vec<T::R> = xb
+                    .iter()
+                    .map(|v| {
+                        let v = v.load();
+                        v * v
+                    })
+                    .collect();
+                let mut win = vec![T::R::ZERO; s];
+                for (ch, (xr, yr)) in xb.chunks_exact(s).zip(yb.chunks_exact_mut(s)).enumerate() {
+                    win.fill(T::R::ZERO);
+                    let (lo, hi) = (ch.saturating_sub(before), (ch + after).min(c - 1));
+                    for q in sq.chunks_exact(s).take(hi + 1).skip(lo) {
+                        for (w, q) in win.iter_mut().zip(q) {
+                            *w += *q;
+                        }
+                    }
+                    for ((y, v), w) in yr.iter_mut().zip(xr).zip(&win) {
+                        *y = T::store(v.load() / (bias + k * *w).powf(beta));
+                    }
+                }
+            });
+        });
+        Ok(vec![y.into()])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use vinort_ir::{DType, Tensor};
+
+    use super::super::testutil::*;
+
+    fn y_of(node: &vinort_ir::Node, inputs: &[Option<Tensor>]) -> Vec<f64> {
+        run(node, inputs).unwrap()[0].to_f64_vec().unwrap()
+    }
+
+    /// Mean and population variance of a list.
+    fn stats(v: &[f64]) -> (f64, f64) {
+        let m = v.iter().sum::<f64>() / v.len() as f64;
+        (m, v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / v.len() as f64)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn layer_and_rms_norm_match_reference(
+            shape in prop::collection::vec(0usize..=5, 1..=4),
+            axis_pick in any::<u64>(),
+            seed in any::<u64>(),
+            with_bias in any::<bool>(),
+            squeeze_scale in any::<bool>(),
+            rms in any::<bool>(),
+            transpose in any::<bool>(),
+        ) {
+            let r = shape.len();
+            let axis = (axis_pick % (2 * r as u64)) as i64 - r as i64;
+            let a = if axis < 0 { (axis + r as i64) as usize } else { axis as usize };
+            let tail = &shape[a..];
+            // Scale either has the normalised shape or broadcasts to it (first tail dim 1,
+            // plus a leading 1).
+            let sshape: Vec<usize> = if squeeze_scale && !tail.is_empty() {
+                std::iter::once(1).chain(std::iter::once(1)).chain(tail[1..].iter().copied()).collect()
+            } else { tail.to_vec() };
+            let x = as_f32(&if transpose { transposed(seed, &shape) } else { rand_vec(seed, shape.iter().product(), -2.0, 2.0) });
+            let sc = as_f32(&rand_vec(seed ^ 1, sshape.iter().product(), 0.5, 1.5));
+            let bshape = tail.to_vec();
+            let b = as_f32(&rand_vec(seed ^ 2, bshape.iter().product(), -1.0, 1.0));
+            let (outer, inner) = (shape[..a].iter().product::<usize>(), tail.iter().product::<usize>());
+            let sval = |i: usize| {
+                // Scale index from the tail multi-index, with stride 0 on its size-1 dims.
+                let idx = unravel(i, tail);
+                let st = strides(&sshape[sshape.len() - tail.len()..]);
+                let s = &sshape[sshape.len() - tail.len()..];
+                sc[idx.iter().zip(s).zip(&st).map(|((i, d), st)| if *d == 1 { 0 } else { i * st }).sum::<usize>()]
+            };
+            let eps = 1e-5;
+            let mut want = vec![0.0; x.len()];
+            let mut scale = vec![0.0; x.len()];
+            let mut mean = vec![];
+            let mut inv = vec![];
+            for o in 0..outer {
+                let row = &x[o * inner..(o + 1) * inner];
+                let (m, var) = if rms { (0.0, row.iter().map(|v| v * v).sum::<f64>() / inner as f64) } else { stats(row) };
+                let is = 1.0 / (var + eps).sqrt();
+                mean.push(m);
+                inv.push(is);
+                for i in 0..inner {
+                    let bias = if with_bias && !rms { b[i] } else { 0.0 };
+                    want[o * inner + i] = (row[i] - m) * is * sval(i) + bias;
+                    scale[o * inner + i] = (row[i].abs() + m.abs() + 1.0) * is * sval(i) + bias.abs();
+                }
+            }
+            let op = if rms { "RMSNormalization" } else { "LayerNormalization" };
+            let mut inputs = vec![Some(f32_tensor(&shape, &x)), Some(f32_tensor(&sshape, &sc))];
+            if with_bias && !rms {
+                inputs.push(Some(f32_tensor(&bshape, &b)));
+            }
+            let n = node(op, if rms { 23 } else { 17 }, vec![("axis", int(axis))], inputs.len(), if rms { 1 } else { 3 });
+            let got = run(&n, &inputs).unwrap();
+            assert_close(&got[0].to_f64_vec().unwrap(), &want, &scale, 1e-5, op);
+            if !rms {
+                let ss: Vec<usize> = shape.iter().enumerate().map(|(i, d)| if i < a { *d } else { 1 }).collect();
+                prop_assert_eq!(got[1].shape(), ss.as_slice());
+                prop_assert_eq!(got[2].dtype(), DType::F32);
+                if inner > 0 {
+                    assert_close(&got[1].to_f64_vec().unwrap(), &mean, &vec![2.0; outer], 1e-5, "Mean");
+                    assert_close(&got[2].to_f64_vec().unwrap(), &inv, &[], 1e-5, "InvStdDev");
+                }
+            }
+        }
+
+        #[test]
+        fn channel_norms_match_reference(
+            n in 0usize..=3,
+            c in 1usize..=6,
+            spatial in prop::collection::vec(0usize..=5, 0..=3),
+            seed in any::<u64>(),
+            op in prop::sample::select(vec!["Batch", "BatchTrain", "Instance", "Group18", "Group21", "LRN"]),
+            pick in any::<u64>(),
+        ) {
+            let shape: Vec<usize> = [n, c].into_iter().chain(spatial.iter().copied()).collect();
+            let s: usize = spatial.iter().product();
+            let x = as_f32(&rand_vec(seed, n * c * s, -2.0, 2.0));
+            let p = |k: u64, lo: f64, hi: f64, len: usize| as_f32(&rand_vec(seed ^ k, len, lo, hi));
+            let at = |ni: usize, ci: usize, si: usize| (ni * c + ci) * s + si;
+            let eps = 1e-5;
+            let mut want = vec![0.0; x.len()];
+            let mut scale = vec![0.0; x.len()];
+            let mut extra: Vec<(Vec<f64>, Vec<f64>)> = vec![];
+            let (nd, inputs) = match op {
+                "Batch" | "BatchTrain" => {
+                    let (g, b, mu, var) = (p(1, 0.5, 1.5, c), p(2, -1.0, 1.0, c), p(3, -1.0, 1.0, c), p(4, 0.1, 2.0, c));
+                    let train = op == "BatchTrain";
+                    let mom = 0.8;
+                    let mut rm = vec![];
+                    let mut rv = vec![];
+                    for ci in 0..c {
+                        let vals: Vec<f64> = (0..n).flat_map(|ni| (0..s).map(move |si| (ni, si))).map(|(ni, si)| x[at(ni, ci, si)]).collect();
+                        let (m, v) = if train { stats(&vals) } else { (mu[ci], var[ci]) };
+                        rm.push(mu[ci] * mom + m * (1.0 - mom));
+                        rv.push(var[ci] * mom + v * (1.0 - mom));
+                        for ni in 0..n { for si in 0..s {
+                            let xv = x[at(ni, ci, si)];
+                            want[at(ni, ci, si)] = (xv - m) / (v + eps).sqrt() * g[ci] + b[ci];
+                            scale[at(ni, ci, si)] = (xv.abs() + m.abs()) / (v + eps).sqrt() * g[ci] + b[ci].abs();
+                        }}
+                    }
+                    if train && n * s > 0 {
+                        extra.push((rm, vec![1.0; c]));
+                        extra.push((rv, vec![1.0; c]));
+                    }
+                    let mut attrs = vec![("momentum", float(mom as f32))];
+                    if train { attrs.push(("training_mode", int(1))); }
+                    let t = |v: &[f64]| Some(f32_tensor(&[c], v));
+                    (node("BatchNormalization", 15, attrs, 5, if train { 3 } else { 1 }),
+                        vec![Some(f32_tensor(&shape, &x)), t(&g), t(&b), t(&mu), t(&var)])
+                }
+                "Instance" | "Group18" | "Group21" => {
+                    let divisors: Vec<usize> = (1..=c).filter(|d| c.is_multiple_of(*d)).collect();
+                    let groups = if op == "Instance" { c } else { divisors[(pick % divisors.len() as u64) as usize] };
+                    let cpg = c / groups;
+                    let plen = if op == "Group18" { groups } else { c };
+                    let (g, b) = (p(1, 0.5, 1.5, plen), p(2, -1.0, 1.0, plen));
+                    for ni in 0..n { for gi in 0..groups {
+                        let vals: Vec<f64> = (gi * cpg..(gi + 1) * cpg).flat_map(|ci| (0..s).map(move |si| (ci, si))).map(|(ci, si)| x[at(ni, ci, si)]).collect();
+                        let (m, v) = stats(&vals);
+                        for ci in gi * cpg..(gi + 1) * cpg { for si in 0..s {
+                            let pi = if op == "Group18" { gi } else { ci };
+                            let xv = x[at(ni, ci, si)];
+                            want[at(ni, ci, si)] = (xv - m) / (v + eps).sqrt() * g[pi] + b[pi];
+                            scale[at(ni, ci, si)] = (xv.abs() + m.abs() + 1.0) / (v + eps).sqrt() * g[pi] + b[pi].abs();
+                        }}
+                    }}
+                    let nd = match op {
+                        "Instance" => node("InstanceNormalization", 22, vec![], 3, 1),
+                        "Group18" => node("GroupNormalization", 18, vec![("num_groups", int(groups as i64))], 3, 1),
+                        _ => node("GroupNormalization", 21, vec![("num_groups", int(groups as i64))], 3, 1),
+                    };
+                    (nd, vec![Some(f32_tensor(&shape, &x)), Some(f32_tensor(&[plen], &g)), Some(f32_tensor(&[plen], &b))])
+                }
+                _ => {
+                    let size = (pick % 5 + 1) as usize;
+                    let (alpha, beta, bias) = (0.3, 0.6, 1.5);
+                    for ni in 0..n { for ci in 0..c { for si in 0..s {
+                        let lo = ci.saturating_sub((size - 1) / 2);
+                        let hi = (ci + size / 2).min(c - 1);
+                        let sq: f64 = (lo..=hi).map(|k| x[at(ni, k, si)].powi(2)).sum();
+                        want[at(ni, ci, si)] = x[at(ni, ci, si)] / (bias + alpha / size as f64 * sq).powf(beta);
+                    }}}
+                    let attrs = vec![("size", int(size as i64)), ("alpha", float(alpha as f32)), ("beta", float(beta as f32)), ("bias", float(bias as f32))];
+                    (node("LRN", 13, attrs, 1, 1), vec![Some(f32_tensor(&shape, &x))])
+                }
+            };
+            let got = run(&nd, &inputs).unwrap();
+            assert_close(&got[0].to_f64_vec().unwrap(), &want, &scale, 1e-5, op);
+            for (k, (w, s)) in extra.iter().enumerate() {
+                assert_close(&got[k + 1].to_f64_vec().unwrap(), w, s, 1e-5, "running stats");
+            }
+        }
+
+        #[test]
+        fn lp_and_mvn_match_reference(
+            shape in prop::collection::vec(0usize..=5, 1..=5),
+            axis_pick in any::<u64>(),
+            seed in any::<u64>(),
+            p in 1i64..=2,
+            mvn in any::<bool>(),
+        ) {
+            let r = shape.len();
+            let x = as_f32(&rand_vec(seed, shape.iter().product(), -2.0, 2.0));
+            let mut want = vec![0.0; x.len()];
+            let mut scale = vec![1.0; x.len()];
+            // Groups of flat indices normalised together, by explicit index math.
+            let (mask, nd) = if mvn {
+                let mask: Vec<bool> = (0..r).map(|a| axis_pick >> a & 1 == 1).collect();
+                let axes: Vec<i64> = (0..r).filter(|a| mask[*a]).map(|a| if seed & 1 == 1 { a as i64 - r as i64 } else { a as i64 }).collect();
+                (mask, node("MeanVarianceNormalization", 13, vec![("axes", ints(&axes))], 1, 1))
+            } else {
+                let axis = (axis_pick % (2 * r as u64)) as i64 - r as i64;
+                let a = if axis < 0 { (axis + r as i64) as usize } else { axis as usize };
+                ((0..r).map(|d| d == a).collect(), node("LpNormalization", 22, vec![("axis", int(axis)), ("p", int(p))], 1, 1))
+            };
+            let mut groups: std::collections::BTreeMap<Vec<usize>, Vec<usize>> = Default::default();
+            for i in 0..x.len() {
+                let key: Vec<usize> = unravel(i, &shape).iter().zip(&mask).map(|(ix, m)| if *m { 0 } else { *ix }).collect();
+                groups.entry(key).or_default().push(i);
+            }
+            for idx in groups.values() {
+                let vals: Vec<f64> = idx.iter().map(|i| x[*i]).collect();
+                if mvn {
+                    let (m, v) = stats(&vals);
+                    for i in idx {
+                        want[*i] = (x[*i] - m) / (v.sqrt() + 1e-9);
+                        scale[*i] = (x[*i].abs() + m.abs()) / (v.sqrt() + 1e-9) * 4.0;
+                    }
+                } else {
+                    let norm = if p == 1 { vals.iter().map(|v| v.abs()).sum::<f64>() } else { vals.iter().map(|v| v * v).sum::<f64>().sqrt() };
+                    for i in idx { want[*i] = if norm == 0.0 { 0.0 } else { x[*i] / norm }; }
+                }
+            }
+            let got = run(&nd, &[Some(f32_tensor(&shape, &x))]).unwrap();
+            assert_close(&got[0].to_f64_vec().unwrap(), &want, &scale, 1e-5, if mvn { "MVN" } else { "Lp" });
+        }
+    }
+
+    #[test]
+    fn large_inputs_take_the_parallel_paths() {
+        let shape = [64, 1000];
+        let x = as_f32(&rand_vec(1, 64_000, -2.0, 2.0));
+        let sc = vec![1.0; 1000];
+        let got = y_of(
+            &node("LayerNormalization", 17, vec![], 2, 1),
+            &[Some(f32_tensor(&shape, &x)), Some(f32_tensor(&[1000], &sc))],
+        );
+        for (o, row) in x.chunks(1000).enumerate() {
+            let (m, v) = stats(row);
+            let want: Vec<f64> = row.iter().map(|x| (x - m) / (v + 1e-5).sqrt()).collect();
+            assert_close(&got[o * 1000..(o + 1) * 1000], &want, &[4.0; 1000], 1e-5, "large LayerNorm");
+        }
+        let shape = [2, 4, 100, 100];
+        let x = as_f32(&rand_vec(2, 80_000, -2.0, 2.0));
+        let ones = f32_tensor(&[4], &[1.0; 4]);
+        let zeros = f32_tensor(&[4], &[0.0; 4]);
+        let got = y_of(
+            &node("InstanceNormalization", 6, vec![], 3, 1),
+            &[Some(f32_tensor(&shape, &x)), Some(ones), Some(zeros)],
+        );
+        for (r, row) in x.chunks(10_000).enumerate() {
+            let (m, v) = stats(row);
+            let want: Vec<f64> = row.iter().map(|x| (x - m) / (v + 1e-5).sqrt()).collect();
+            assert_close(&got[r * 10_000..(r + 1) * 10_000], &want, &[4.0; 10_000], 1e-5, "large Instance");
+        }
+    }
+
+    #[test]
+    fn half_and_double() {
+        let shape = [3, 8];
+        let x = rand_vec(3, 24, -2.0, 2.0);
+        let sc = rand_vec(4, 8, 0.5, 1.5);
+        let want: Vec<f64> = x
+            .chunks(8)
+            .flat_map(|row| {
+                let (m, v) = stats(row);
+                row.iter().zip(&sc).map(move |(x, s)| (x - m) / (v + 1e-5).sqrt() * s).collect::<Vec<_>>()
+            })
+            .collect();
+        let n = node("LayerNormalization", 17, vec![], 2, 1);
+        let got = y_of(
+            &n,
+            &[Some(Tensor::from_vec(&shape, x.clone()).unwrap()), Some(Tensor::from_vec(&[8], sc.clone()).unwrap())],
+        );
+        assert_close(&got, &want, &[], 1e-9, "f64");
+        let xh: Vec<half::f16> = x.iter().map(|v| half::f16::from_f64(*v)).collect();
+        let sh: Vec<half::f16> = sc.iter().map(|v| half::f16::from_f64(*v)).collect();
+        let got =
+            run(&n, &[Some(Tensor::from_vec(&shape, xh).unwrap()), Some(Tensor::from_vec(&[8], sh).unwrap())]).unwrap();
+        assert_eq!(got[0].dtype(), DType::F16);
+        assert_close(&got[0].to_f64_vec().unwrap(), &want, &[4.0; 24], 5e-3, "f16");
+    }
+
+    #[test]
+    fn bad_inputs_are_errors() {
+        let x = f32_tensor(&[2, 4, 3], &[0.5; 24]);
+        let c4 = f32_tensor(&[4], &[1.0; 4]);
+        let c3 = f32_tensor(&[3], &[1.0; 3]);
+        let ln = node("LayerNormalization", 17, vec![("axis", int(1))], 2, 1);
+        assert!(run(&ln, &[Some(x.clone()), Some(c4.clone())]).is_err());
+        assert!(run(&ln, &[Some(x.clone()), Some(f32_tensor(&[2, 4, 3], &[1.0; 24]))]).is_ok());
+        assert!(
+            run(&node("LayerNormalization", 17, vec![("axis", int(3))], 2, 1), &[Some(x.clone()), Some(c3.clone())])
+                .is_err()
+        );
+        assert!(run(&ln, &[Some(x.clone()), None]).is_err());
+        let bn = node("BatchNormalization", 15, vec![], 5, 1);
+        let ins =
+            |s: &Tensor| vec![Some(x.clone()), Some(s.clone()), Some(c4.clone()), Some(c4.clone()), Some(c4.clone())];
+        assert!(run(&bn, &ins(&c4)).is_ok());
+        assert!(run(&bn, &ins(&c3)).is_err());
+        assert!(
+            run(
+                &bn,
+                &[
+                    Some(f32_tensor(&[4], &[0.0; 4])),
+                    Some(c4.clone()),
+                    Some(c4.clone()),
+                    Some(c4.clone()),
+                    Some(c4.clone())
+                ]
+            )
+            .is_err()
+        );
+        assert!(compile(&node("BatchNormalization", 9, vec![], 5, 3), &[DType::F32]).is_err());
+        let gn = node("GroupNormalization", 21, vec![("num_groups", int(3))], 3, 1);
+        assert!(run(&gn, &[Some(x.clone()), Some(c4.clone()), Some(c4.clone())]).is_err());
+        assert!(compile(&node("GroupNormalization", 21, vec![], 3, 1), &[DType::F32]).is_err());
+        let gn18 = node("GroupNormalization", 18, vec![("num_groups", int(2))], 3, 1);
+        assert!(run(&gn18, &[Some(x.clone()), Some(c4.clone()), Some(c4.clone())]).is_err());
+        assert!(compile(&node("LRN", 13, vec![], 1, 1), &[DType::F32]).is_err());
+        assert!(compile(&node("LpNormalization", 22, vec![("p", int(3))], 1, 1), &[DType::F32]).is_err());
+        assert!(run(&node("MeanVarianceNormalization", 13, vec![], 1, 1), &[Some(x.clone())]).is_err());
+        assert!(
+            run(&node("InstanceNormalization", 6, vec![], 3, 1), &[Some(x.clone()), Some(c3.clone()), Some(c4)])
+                .is_err()
+        );
+        assert!(compile(&node("InstanceNormalization", 6, vec![], 3, 1), &[DType::I64]).is_err());
+        assert!(run(&node("LRN", 13, vec![("size", int(3))], 1, 1), &[Some(f32_tensor(&[3], &[1.0; 3]))]).is_err());
+    }
+}

@@ -1,0 +1,204 @@
+//! Kernels of this family that compute on element values, numeric types only:
+//! [Range](https://onnx.ai/onnx/operators/onnx__Range.html) 11– (f32, f64, f16, bf16, i16, i32,
+//! i64), [CumSum](https://onnx.ai/onnx/operators/onnx__CumSum.html) 11– (exclusive, reverse),
+//! [TopK](https://onnx.ai/onnx/operators/onnx__TopK.html) 1– (`k` input from 10,
+//! `largest`/`sorted` from 11).
+
+use std::cmp::Ordering;
+
+use vinort_ir::{DType, Error, Result, Tensor};
+
+use super::copy::checked_numel;
+use super::{Num, kernel, scalar_int, with_num};
+use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in};
+
+pub(super) fn register(r: &mut Registry) {
+    r.add("", "Range", 11..=MAX_OPSET, range);
+    r.add("", "CumSum", 11..=MAX_OPSET, cum_sum);
+    r.add("", "TopK", 1..=MAX_OPSET, top_k);
+}
+
+fn one<T: Num>(t: &Tensor, what: &str) -> Result<T> {
+    match t.as_slice::<T>()? {
+        [v] => Ok(*v),
+        other => Err(Error::invalid(format!("Range {what} must be a scalar, it holds {}", other.len()))),
+    }
+}
+
+/// `ceil((limit - start) / delta)` clamped at 0, exactly for integers.
+fn int_count(start: i128, limit: i128, delta: i128) -> Result<usize> {
+    if delta == 0 {
+        return Err(Error::invalid("Range delta must not be 0"));
+    }
+    let (span, step) = if delta > 0 { (limit - start, delta) } else { (start - limit, -delta) };
+    let n = if span <= 0 { 0 } else { (span + step - 1) / step };
+    usize::try_from(n).map_err(|_| Error::invalid("Range is too long"))
+}
+
+fn float_count(start: f64, limit: f64, delta: f64) -> Result<usize> {
+    let n = ((limit - start) / delta).ceil();
+    if n.is_nan() || n == f64::INFINITY {
+        return Err(Error::invalid(format!("Range({start}, {limit}, {delta}) has no finite length")));
+    }
+    let n = n.max(0.0);
+    if n > isize::MAX as f64 / 16.0 {
+        return Err(Error::invalid("Range is too long"));
+    }
+    Ok(n as usize)
+}
+
+pub(super) fn range_tensor(start: &Tensor, limit: &Tensor, delta: &Tensor) -> Result<Tensor> {
+    let dtype = start.dtype();
+    for t in [limit, delta] {
+        if t.dtype() != dtype {
+            return Err(Error::DTypeMismatch { expected: dtype, found: t.dtype() });
+        }
+    }
+    macro_rules! ints {
+        ($t:ty) => {{
+            let (s, l, d) = (
+                one::<$t>(start, "start")? as i128,
+                one::<$t>(limit, "limit")? as i128,
+                one::<$t>(delta, "delta")? as i128,
+            );
+            let n = int_count(s, l, d)?;
+            checked_numel(&[n])?;
+            // Every element lies between start and limit, so it fits the type.
+            Tensor::build::<$t>(&[n], |o| o.iter_mut().enumerate().for_each(|(i, v)| *v = (s + i as i128 * d) as $t))
+        }};
+    }
+    // Floats (and f16/bf16, whose stash type is at least f32) are computed as
+    // `start + i * delta` in f64, then rounded once to the output type.
+    macro_rules! floats {
+        ($t:ty) => {{
+            let (s, l, d) = (
+                one::<$t>(start, "start")?.to_f64(),
+                one::<$t>(limit, "limit")?.to_f64(),
+                one::<$t>(delta, "delta")?.to_f64(),
+            );
+            let n = float_count(s, l, d)?;
+            Tensor::build::<$t>(&[n], |o| {
+                o.iter_mut().enumerate().for_each(|(i, v)| *v = <$t as Num>::from_f64(s + i as f64 * d))
+            })
+        }};
+    }
+    Ok(match dtype {
+        DType::I16 => ints!(i16),
+        DType::I32 => ints!(i32),
+        DType::I64 => ints!(i64),
+        DType::F32 => floats!(f32),
+        DType::F64 => floats!(f64),
+        DType::F16 => floats!(half::f16),
+        DType::BF16 => floats!(half::bf16),
+        other => return Err(Error::unsupported(format!("Range does not support {other}"))),
+    })
+}
+
+fn range(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    Ok(kernel(|inputs| {
+        Ok(vec![range_tensor(tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?)?.into()])
+    }))
+}
+
+fn split_at_axis(shape: &[usize], a: usize) -> (usize, usize, usize) {
+    (shape[..a].iter().product(), shape[a], shape[a + 1..].iter().product())
+}
+
+pub(super) fn cum_sum_tensor(x: &Tensor, axis: i64, exclusive: bool, reverse: bool) -> Result<Tensor> {
+    let a = norm_axis(axis, x.rank())?;
+    let (outer, d, inner) = split_at_axis(x.shape(), a);
+    with_num!(x.dtype(), "CumSum", |T| {
+        let src = x.as_slice::<T>()?;
+        Ok(Tensor::build::<T>(x.shape(), |out| {
+            for o in 0..outer {
+                for i in 0..inner {
+                    let mut acc = <T as Num>::zero();
+                    for step in 0..d {
+                        let j = if reverse { d - 1 - step } else { step };
+                        let at = (o * d + j) * inner + i;
+                        if exclusive {
+                            out[at] = acc;
+                            acc = acc.add(src[at]);
+                        } else {
+                            acc = acc.add(src[at]);
+                            out[at] = acc;
+                        }
+                    }
+                }
+            }
+        }))
+    })
+}
+
+fn cum_sum(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    let exclusive: bool = info.node.attr_or("exclusive", false)?;
+    let reverse: bool = info.node.attr_or("reverse", false)?;
+    Ok(kernel(move |inputs| {
+        let axis = scalar_int(tensor_in(inputs, 1)?, "CumSum axis")?;
+        Ok(vec![cum_sum_tensor(tensor_in(inputs, 0)?, axis, exclusive, reverse)?.into()])
+    }))
+}
+
+/// A total order with NaN above every number (numpy's sort order).
+fn total<T: Num>(a: T, b: T) -> Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        _ => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+    }
+}
+
+pub(super) fn top_k_tensors(x: &Tensor, k: i64, axis: i64, largest: bool) -> Result<(Tensor, Tensor)> {
+    let a = norm_axis(axis, x.rank())?;
+    let (outer, d, inner) = split_at_axis(x.shape(), a);
+    let k = usize::try_from(k)
+        .ok()
+        .filter(|k| *k <= d)
+        .ok_or_else(|| Error::invalid(format!("TopK k={k} is outside [0, {d}]")))?;
+    let mut shape = x.shape().to_vec();
+    shape[a] = k;
+    with_num!(x.dtype(), "TopK", |T| {
+        let src = x.as_slice::<T>()?;
+        // Ties go to the lower index, as the spec requires, so the order is total.
+        let order = |p: &(T, usize), q: &(T, usize)| {
+            let by_value = if largest { total(q.0, p.0) } else { total(p.0, q.0) };
+            by_value.then(p.1.cmp(&q.1))
+        };
+        let mut values = vec![<T as Num>::zero(); outer * k * inner];
+        let mut indices = vec![0i64; outer * k * inner];
+        let mut line: Vec<(T, usize)> = Vec::with_capacity(d);
+        for o in 0..outer {
+            for i in 0..inner {
+                line.clear();
+                line.extend((0..d).map(|j| (src[(o * d + j) * inner + i], j)));
+                if k > 0 && k < d {
+                    line.select_nth_unstable_by(k - 1, order);
+                }
+                line.truncate(k);
+                line.sort_unstable_by(order);
+                for (j, (v, at)) in line.iter().enumerate() {
+                    values[(o * k + j) * inner + i] = *v;
+                    indices[(o * k + j) * inner + i] = *at as i64;
+                }
+            }
+        }
+        Ok((Tensor::from_vec(&shape, values)?, Tensor::from_vec(&shape, indices)?))
+    })
+}
+
+fn top_k(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    let n = info.node;
+    let axis: i64 = n.attr_or("axis", -1)?;
+    let largest: bool = if n.opset >= 11 { n.attr_or("largest", true)? } else { true };
+    // `sorted = 0` leaves the order unspecified; sorted output satisfies it too.
+    let k_attr: Option<i64> = if n.opset < 10 { Some(n.req_attr("k")?) } else { None };
+    Ok(kernel(move |inputs| {
+        let k = match k_attr {
+            Some(k) => k,
+            None => scalar_int(tensor_in(inputs, 1)?, "TopK K")?,
+        };
+        let (v, i) = top_k_tensors(tensor_in(inputs, 0)?, k, axis, largest)?;
+        Ok(vec![v.into(), i.into()])
+    }))
+}
