@@ -1,0 +1,381 @@
+//! Pieces shared by the linear-algebra kernels: the real element trait, the safe wrapper around
+//! the `gemm` crate, f16/bf16 widening, and spatial attribute parsing shared by Conv,
+//! ConvTranspose and the pools.
+
+use std::borrow::Cow;
+
+use half::slice::HalfFloatSliceExt;
+use half::{bf16, f16};
+use vinort_ir::{DType, Elem, Error, Node, Result, Tensor};
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+}
+
+/// The element types the `gemm` crate multiplies natively and the kernels compute in.
+///
+/// Sealed: `gemm::gemm` panics for any other type, so only f32 and f64 may implement it.
+pub(crate) trait Real:
+    Elem
+    + sealed::Sealed
+    + PartialOrd
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::AddAssign
+{
+    const ZERO: Self;
+    const ONE: Self;
+    fn from_f64(v: f64) -> Self;
+    fn from_usize(v: usize) -> Self;
+    fn abs(self) -> Self;
+    fn powf(self, p: Self) -> Self;
+}
+
+macro_rules! real {
+    ($t:ty) => {
+        impl Real for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            fn from_usize(v: usize) -> Self {
+                v as $t
+            }
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            fn powf(self, p: Self) -> Self {
+                <$t>::powf(self, p)
+            }
+        }
+    };
+}
+real!(f32);
+real!(f64);
+
+/// A read-only strided matrix: element `(i, j)` is `data[i * rs + j * cs]`.
+#[derive(Clone, Copy)]
+pub(crate) struct View<'a, T> {
+    pub data: &'a [T],
+    pub rs: usize,
+    pub cs: usize,
+}
+
+impl<'a, T> View<'a, T> {
+    /// A row-major matrix with `cols` columns.
+    pub fn rows(data: &'a [T], cols: usize) -> Self {
+        View { data, rs: cols, cs: 1 }
+    }
+
+    /// The transpose (no copy).
+    pub fn t(self) -> Self {
+        View { data: self.data, rs: self.cs, cs: self.rs }
+    }
+}
+
+/// One past the largest index a `rows x cols` matrix with these strides touches, or None on
+/// overflow. Only called with `rows, cols >= 1`.
+fn span(rows: usize, cols: usize, rs: usize, cs: usize) -> Option<usize> {
+    (rows - 1).checked_mul(rs)?.checked_add((cols - 1).checked_mul(cs)?)?.checked_add(1)
+}
+
+fn stride(s: usize) -> Result<isize> {
+    isize::try_from(s).map_err(|_| Error::invalid(format!("stride {s} does not fit in isize")))
+}
+
+/// `c = scale * a @ b` (or `c += scale * a @ b` when `accumulate`), with `a` m x k, `b` k x n
+/// and `c` m x n row-major with row stride `ldc`. `parallel` lets `gemm` use rayon's pool
+/// (it stays single-threaded below its own size threshold); pass false when the caller already
+/// runs one product per rayon task.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn matmul_into<T: Real>(
+    (m, n, k): (usize, usize, usize),
+    a: View<'_, T>,
+    b: View<'_, T>,
+    c: &mut [T],
+    ldc: usize,
+    accumulate: bool,
+    scale: T,
+    parallel: bool,
+) -> Result<()> {
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let bad = || Error::invalid(format!("matrix product {m}x{k} @ {k}x{n} does not fit its buffers"));
+    if ldc < n || span(m, n, ldc, 1).is_none_or(|s| s > c.len()) {
+        return Err(bad());
+    }
+    if k == 0 {
+        if !accumulate {
+            for row in c.chunks_mut(ldc).take(m) {
+                row[..n].fill(T::ZERO);
+            }
+        }
+        return Ok(());
+    }
+    if span(m, k, a.rs, a.cs).is_none_or(|s| s > a.data.len())
+        || span(k, n, b.rs, b.cs).is_none_or(|s| s > b.data.len())
+    {
+        return Err(bad());
+    }
+    let par = if parallel { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
+    let (ldc, a_rs, a_cs, b_rs, b_cs) = (stride(ldc)?, stride(a.rs)?, stride(a.cs)?, stride(b.rs)?, stride(b.cs)?);
+    // SAFETY: `T` is f32 or f64 (sealed `Real`), which `gemm` supports. Every index gemm forms
+    // is `i * rs + j * cs` with i, j below the matrix extents; `span` checked above that the
+    // largest such index of dst (m x n, strides ldc, 1), lhs (m x k) and rhs (k x n) lies inside
+    // its slice, without overflow, and each stride fits in isize. `c` is borrowed mutably, so
+    // it aliases neither input. With `read_dst == false`, dst is only written.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c.as_mut_ptr(),
+            1,
+            ldc,
+            accumulate,
+            a.data.as_ptr(),
+            a_cs,
+            a_rs,
+            b.data.as_ptr(),
+            b_cs,
+            b_rs,
+            T::ONE,
+            scale,
+            false,
+            false,
+            false,
+            par,
+        );
+    }
+    Ok(())
+}
+
+/// The tensor in the type the kernels compute in: f16 and bf16 are widened to f32, f32 and
+/// f64 pass through untouched.
+pub(crate) fn to_compute(t: &Tensor) -> Result<Cow<'_, Tensor>> {
+    Ok(match t.dtype() {
+        DType::F16 => {
+            let src = t.as_slice::<f16>()?;
+            Cow::Owned(Tensor::build::<f32>(t.shape(), |o| src.convert_to_f32_slice(o)))
+        }
+        DType::BF16 => {
+            let src = t.as_slice::<bf16>()?;
+            Cow::Owned(Tensor::build::<f32>(t.shape(), |o| src.convert_to_f32_slice(o)))
+        }
+        DType::F32 | DType::F64 => Cow::Owned(t.to_aligned()),
+        d => return Err(Error::unsupported(format!("{d} is not a floating-point type"))),
+    })
+}
+
+/// Narrows a computed result back to the node's element type.
+pub(crate) fn from_compute(t: Tensor, dtype: DType) -> Result<Tensor> {
+    Ok(match dtype {
+        DType::F16 => {
+            let src = t.as_slice::<f32>()?;
+            Tensor::build::<f16>(t.shape(), |o| o.convert_from_f32_slice(src))
+        }
+        DType::BF16 => {
+            let src = t.as_slice::<f32>()?;
+            Tensor::build::<bf16>(t.shape(), |o| o.convert_from_f32_slice(src))
+        }
+        _ => t,
+    })
+}
+
+/// True for the element types that go through [`to_compute`].
+pub(crate) fn is_real(d: DType) -> bool {
+    d.is_float()
+}
+
+/// Refuses at compile time an input type known not to be among `ok`.
+pub(crate) fn check_dtype(node: &Node, known: Option<DType>, ok: &[DType]) -> Result<()> {
+    match known {
+        Some(d) if !ok.contains(&d) => Err(Error::unsupported(format!("{} does not support {d} inputs", node.op_type))),
+        _ => Ok(()),
+    }
+}
+
+/// How padding is chosen (`auto_pad`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AutoPad {
+    NotSet,
+    SameUpper,
+    SameLower,
+    Valid,
+}
+
+impl AutoPad {
+    pub fn parse(node: &Node) -> Result<AutoPad> {
+        let s = node.attr_or::<String>("auto_pad", "NOTSET".into())?;
+        Ok(match s.as_str() {
+            "NOTSET" | "" => AutoPad::NotSet,
+            "SAME_UPPER" => AutoPad::SameUpper,
+            "SAME_LOWER" => AutoPad::SameLower,
+            "VALID" => AutoPad::Valid,
+            other => return Err(node.error(format!("unknown auto_pad '{other}'"))),
+        })
+    }
+}
+
+/// The window attributes shared by Conv, ConvTranspose and the pools, before the spatial rank
+/// is known (kernel_shape may be absent until W is seen).
+#[derive(Clone, Debug)]
+pub(crate) struct WindowAttrs {
+    pub kernel: Option<Vec<usize>>,
+    pub strides: Option<Vec<usize>>,
+    pub dilations: Option<Vec<usize>>,
+    pub pads: Option<Vec<i64>>,
+    pub auto_pad: AutoPad,
+}
+
+fn positive(node: &Node, name: &str) -> Result<Option<Vec<usize>>> {
+    match node.attr::<Vec<i64>>(name)? {
+        None => Ok(None),
+        Some(v) => v
+            .iter()
+            .map(|x| usize::try_from(*x).ok().filter(|x| *x > 0))
+            .collect::<Option<Vec<_>>>()
+            .map(Some)
+            .ok_or_else(|| node.error(format!("{name} must all be positive, got {v:?}"))),
+    }
+}
+
+impl WindowAttrs {
+    pub fn parse(node: &Node) -> Result<WindowAttrs> {
+        let pads = node.attr::<Vec<i64>>("pads")?;
+        if let Some(p) = &pads
+            && p.iter().any(|x| *x < 0)
+        {
+            return Err(node.error(format!("pads must be non-negative, got {p:?}")));
+        }
+        Ok(WindowAttrs {
+            kernel: positive(node, "kernel_shape")?,
+            strides: positive(node, "strides")?,
+            dilations: positive(node, "dilations")?,
+            pads,
+            auto_pad: AutoPad::parse(node)?,
+        })
+    }
+
+    /// Resolves per-axis values for `rank` spatial axes, checking attribute lengths.
+    pub fn resolve(&self, kernel: &[usize]) -> Result<Window> {
+        let r = kernel.len();
+        let fit = |name: &str, v: &Option<Vec<usize>>| -> Result<Vec<usize>> {
+            match v {
+                None => Ok(vec![1; r]),
+                Some(v) if v.len() == r => Ok(v.clone()),
+                Some(v) => Err(Error::invalid(format!("{name} has {} values for {r} spatial axes", v.len()))),
+            }
+        };
+        let pads = match &self.pads {
+            None => vec![0; 2 * r],
+            Some(p) if p.len() == 2 * r => p.iter().map(|x| *x as usize).collect(),
+            Some(p) => return Err(Error::invalid(format!("pads has {} values for {r} spatial axes", p.len()))),
+        };
+        Ok(Window {
+            kernel: kernel.to_vec(),
+            strides: fit("strides", &self.strides)?,
+            dilations: fit("dilations", &self.dilations)?,
+            pads,
+            auto_pad: self.auto_pad,
+        })
+    }
+}
+
+/// Window attributes resolved for a known spatial rank.
+#[derive(Clone, Debug)]
+pub(crate) struct Window {
+    pub kernel: Vec<usize>,
+    pub strides: Vec<usize>,
+    pub dilations: Vec<usize>,
+    /// `[x1_begin, x2_begin, ..., x1_end, x2_end, ...]` as in ONNX.
+    pub pads: Vec<usize>,
+    pub auto_pad: AutoPad,
+}
+
+/// Output extents and begin pads of a forward window op (Conv and the pools).
+pub(crate) struct Geometry {
+    pub out: Vec<usize>,
+    pub pad_begin: Vec<usize>,
+    pub pad_end: Vec<usize>,
+}
+
+impl Window {
+    /// The ONNX output shape rule for Conv and the pools. `ceil_mode` rounds up, dropping a
+    /// last window that would start inside the right padding (the spec's "sliding windows that
+    /// would start in the right padded region are ignored"). With auto_pad, ceil and floor give
+    /// the same extents (ceil(in/s) == floor((in-1)/s)+1), so ceil_mode does not matter there.
+    pub fn geometry(&self, input: &[usize], ceil_mode: bool) -> Result<Geometry> {
+        let r = self.kernel.len();
+        let mut g = Geometry { out: vec![0; r], pad_begin: vec![0; r], pad_end: vec![0; r] };
+        for (i, &inp) in input.iter().enumerate().take(r) {
+            let (s, k, d) = (self.strides[i], self.kernel[i], self.dilations[i]);
+            let ek = (k - 1)
+                .checked_mul(d)
+                .and_then(|x| x.checked_add(1))
+                .ok_or_else(|| Error::invalid("kernel extent overflows"))?;
+            match self.auto_pad {
+                AutoPad::SameUpper | AutoPad::SameLower => {
+                    let out = inp.div_ceil(s);
+                    let total = ((out.max(1) - 1) * s + ek).saturating_sub(inp);
+                    let small = total / 2;
+                    let (b, e) = if self.auto_pad == AutoPad::SameUpper {
+                        (small, total - small)
+                    } else {
+                        (total - small, small)
+                    };
+                    g.out[i] = out;
+                    g.pad_begin[i] = b;
+                    g.pad_end[i] = e;
+                }
+                AutoPad::Valid | AutoPad::NotSet => {
+                    let (b, e) =
+                        if self.auto_pad == AutoPad::Valid { (0, 0) } else { (self.pads[i], self.pads[i + r]) };
+                    let padded = inp + b + e;
+                    if padded < ek {
+                        return Err(Error::invalid(format!(
+                            "kernel extent {ek} on spatial axis {i} exceeds the padded input {padded}"
+                        )));
+                    }
+                    let span = padded - ek;
+                    // The spec's VALID rule, ceil((in - ek + 1) / s), equals the floor rule, so
+                    // ceil_mode only matters with explicit pads.
+                    let ceil_mode = ceil_mode && self.auto_pad == AutoPad::NotSet;
+                    let mut out = if ceil_mode { span.div_ceil(s) + 1 } else { span / s + 1 };
+                    if ceil_mode && (out - 1) * s >= inp + b {
+                        out -= 1;
+                    }
+                    g.out[i] = out;
+                    g.pad_begin[i] = b;
+                    g.pad_end[i] = e;
+                }
+            }
+        }
+        Ok(g)
+    }
+}
+
+/// Left-pads a per-axis list to three axes with `fill`, so 1-D, 2-D and 3-D windows share one
+/// loop nest.
+pub(crate) fn to3(v: &[usize], fill: usize) -> [usize; 3] {
+    let mut o = [fill; 3];
+    let off = 3 - v.len();
+    o[off..].copy_from_slice(v);
+    o
+}
+
+/// The range of `o` in `0..out` for which `o * s + off` lies in `0..len`.
+pub(crate) fn valid_range(out: usize, len: usize, s: usize, off: isize) -> (usize, usize) {
+    let s = s as isize;
+    let lo = if off >= 0 { 0 } else { (-off + s - 1) / s };
+    let hi = if len as isize - off <= 0 { 0 } else { (len as isize - off + s - 1) / s };
+    let hi = (hi as usize).min(out);
+    let lo = (lo as usize).min(hi);
+    (lo, hi)
+}

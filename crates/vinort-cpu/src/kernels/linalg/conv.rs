@@ -1,0 +1,500 @@
+//! [Conv](https://onnx.ai/onnx/operators/onnx__Conv.html) and
+//! [ConvTranspose](https://onnx.ai/onnx/operators/onnx__ConvTranspose.html), opsets 1–22+,
+//! 1-D, 2-D and 3-D spatial, f32 and f64 (f16 and bf16 computed in f32).
+//!
+//! Conv is im2col + one GEMM per (image, group); a 1x1, stride-1, unpadded conv multiplies the
+//! input directly, and a depthwise conv (one input and one output channel per group) is a
+//! direct loop whose innermost axis is a contiguous multiply-add the compiler vectorises.
+//! ConvTranspose is one GEMM per (image, group) producing columns, scattered back by col2im.
+//! Work is spread with rayon over (image, group) when there are enough of them, otherwise
+//! inside the GEMM.
+
+use std::borrow::Cow;
+
+use rayon::prelude::*;
+use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
+
+use super::common::{
+    AutoPad, Real, View, WindowAttrs, check_dtype, from_compute, matmul_into, to_compute, to3, valid_range,
+};
+use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+
+const TYPES: [DType; 4] = [DType::F32, DType::F64, DType::F16, DType::BF16];
+
+pub(crate) fn register(r: &mut Registry) {
+    r.add("", "Conv", 1..=MAX_OPSET, conv_factory);
+    r.add("", "ConvTranspose", 1..=MAX_OPSET, conv_transpose_factory);
+}
+
+/// One convolution's geometry with spatial axes left-padded to three.
+#[derive(Clone, Copy, Debug)]
+struct Geo3 {
+    n: usize,
+    c: usize,
+    m: usize,
+    group: usize,
+    i: [usize; 3],
+    o: [usize; 3],
+    k: [usize; 3],
+    s: [usize; 3],
+    d: [usize; 3],
+    /// Begin pads; negative only for a ConvTranspose whose output_shape asks for more than
+    /// the natural size.
+    p: [isize; 3],
+}
+
+fn prod(v: &[usize; 3]) -> usize {
+    v.iter().product()
+}
+
+/// The node's element type, then X, W and the optional bias in the compute type.
+type ConvInputs<'a> = (DType, Cow<'a, Tensor>, Cow<'a, Tensor>, Option<Cow<'a, Tensor>>);
+
+/// Weights and bias converted once when they are constants.
+struct Consts {
+    w: Option<Tensor>,
+    b: Option<Tensor>,
+}
+
+impl Consts {
+    fn new(info: &NodeInfo<'_>) -> Result<Consts> {
+        for i in 0..3 {
+            check_dtype(info.node, info.input_dtype(i), &TYPES)?;
+        }
+        let conv =
+            |i| info.const_input(i).filter(|t| TYPES.contains(&t.dtype())).map(|t| to_compute(t).map(Cow::into_owned));
+        Ok(Consts { w: conv(1).transpose()?, b: conv(2).transpose()? })
+    }
+
+    /// (x, w, bias) in the compute type, checking they share the node's element type.
+    fn inputs<'a>(&'a self, inputs: &[Option<&'a Value>]) -> Result<ConvInputs<'a>> {
+        let x = tensor_in(inputs, 0)?;
+        let w = tensor_in(inputs, 1)?;
+        let b = opt_tensor_in(inputs, 2)?;
+        let dtype = x.dtype();
+        if w.dtype() != dtype || b.is_some_and(|b| b.dtype() != dtype) {
+            return Err(Error::invalid("X, W and B must share one element type"));
+        }
+        if !TYPES.contains(&dtype) {
+            return Err(Error::unsupported(format!("{dtype} inputs")));
+        }
+        let xc = to_compute(x)?;
+        let wc = match &self.w {
+            Some(t) if t.shape() == w.shape() => Cow::Borrowed(t),
+            _ => to_compute(w)?,
+        };
+        let bc = match (b, &self.b) {
+            (None, _) => None,
+            (Some(b), Some(t)) if t.shape() == b.shape() => Some(Cow::Borrowed(t)),
+            (Some(b), _) => Some(to_compute(b)?),
+        };
+        Ok((dtype, xc, wc, bc))
+    }
+}
+
+/// Checks the parts of the shapes both ops share and returns (spatial rank, kernel shape).
+fn check_shapes(x: &[usize], w: &[usize], kernel_attr: &Option<Vec<usize>>) -> Result<Vec<usize>> {
+    if x.len() < 3 {
+        return Err(Error::invalid(format!("X must be [N, C, spatial...], got {x:?}")));
+    }
+    if w.len() != x.len() {
+        return Err(Error::invalid(format!("W {w:?} and X {x:?} differ in rank")));
+    }
+    if x.len() > 5 {
+        return Err(Error::unsupported(format!("{}-D spatial convolutions (1-D to 3-D only)", x.len() - 2)));
+    }
+    let kernel = w[2..].to_vec();
+    if let Some(k) = kernel_attr
+        && *k != kernel
+    {
+        return Err(Error::invalid(format!("kernel_shape {k:?} disagrees with W {w:?}")));
+    }
+    Ok(kernel)
+}
+
+fn check_bias(b: Option<&Tensor>, m: usize) -> Result<()> {
+    match b {
+        Some(b) if b.shape() != [m] => Err(Error::invalid(format!("B must have shape [{m}], got {:?}", b.shape()))),
+        _ => Ok(()),
+    }
+}
+
+/// Runs `task(index, output chunk, scratch, parallel_gemm)` once per (image, group), in
+/// parallel over tasks when there are at least as many as threads.
+fn for_each_task<T: Real>(
+    out: &mut [T],
+    tasks: usize,
+    task: impl Fn(usize, &mut [T], &mut Vec<T>, bool) -> Result<()> + Sync,
+) -> Result<()> {
+    if out.is_empty() || tasks == 0 {
+        return Ok(());
+    }
+    let chunk = out.len() / tasks;
+    if tasks > 1 && tasks >= rayon::current_num_threads() {
+        out.par_chunks_mut(chunk).enumerate().try_for_each_init(Vec::new, |col, (t, y)| task(t, y, col, false))
+    } else {
+        let mut col = Vec::new();
+        out.chunks_mut(chunk).enumerate().try_for_each(|(t, y)| task(t, y, &mut col, true))
+    }
+}
+
+fn fill_bias<T: Real>(y: &mut [T], plane: usize, bias: Option<&[T]>) {
+    if let Some(b) = bias {
+        for (row, v) in y.chunks_mut(plane).zip(b) {
+            row.fill(*v);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conv
+
+struct Conv {
+    attrs: WindowAttrs,
+    group: i64,
+    consts: Consts,
+}
+
+fn conv_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    let node = info.node;
+    Ok(Box::new(Conv {
+        attrs: WindowAttrs::parse(node)?,
+        group: node.attr_or("group", 1i64)?,
+        consts: Consts::new(info)?,
+    }))
+}
+
+impl Kernel for Conv {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let (dtype, x, w, b) = self.consts.inputs(inputs)?;
+        let (xs, ws) = (x.shape(), w.shape());
+        let kernel = check_shapes(xs, ws, &self.attrs.kernel)?;
+        let (n, c, m) = (xs[0], xs[1], ws[0]);
+        let group = usize::try_from(self.group)
+            .ok()
+            .filter(|g| *g > 0)
+            .ok_or_else(|| Error::invalid("group must be positive"))?;
+        if c % group != 0 || m % group != 0 || ws[1] * group != c {
+            return Err(Error::invalid(format!(
+                "group {group} does not fit X channels {c}, W {ws:?} (W must be [M, C/group, ...])"
+            )));
+        }
+        check_bias(b.as_deref(), m)?;
+        let win = self.attrs.resolve(&kernel)?;
+        let geo = win.geometry(&xs[2..], false)?;
+        let g = Geo3 {
+            n,
+            c,
+            m,
+            group,
+            i: to3(&xs[2..], 1),
+            o: to3(&geo.out, 1),
+            k: to3(&kernel, 1),
+            s: to3(&win.strides, 1),
+            d: to3(&win.dilations, 1),
+            p: to3(&geo.pad_begin, 0).map(|v| v as isize),
+        };
+        let mut shape = vec![n, m];
+        shape.extend_from_slice(&geo.out);
+        let y = match x.dtype() {
+            DType::F64 => Tensor::try_build::<f64, Error>(&shape, |o| conv::<f64>(&g, &x, &w, b.as_deref(), o))?,
+            _ => Tensor::try_build::<f32, Error>(&shape, |o| conv::<f32>(&g, &x, &w, b.as_deref(), o))?,
+        };
+        Ok(vec![from_compute(y, dtype)?.into()])
+    }
+}
+
+fn conv<T: Real>(g: &Geo3, x: &Tensor, w: &Tensor, b: Option<&Tensor>, out: &mut [T]) -> Result<()> {
+    let (x, w) = (x.as_slice::<T>()?, w.as_slice::<T>()?);
+    let bias = b.map(|b| b.as_slice::<T>()).transpose()?;
+    let (cg, mg) = (g.c / g.group, g.m / g.group);
+    let (pi, po, pk) = (prod(&g.i), prod(&g.o), prod(&g.k));
+    let kdim = cg * pk;
+    if x.len() != g.n * g.c * pi || w.len() != g.m * kdim || out.len() != g.n * g.m * po {
+        return Err(Error::invalid("Conv buffers do not match their shapes"));
+    }
+    let depthwise = cg == 1 && mg == 1;
+    let pointwise = pk == 1 && g.s == [1; 3] && g.p == [0; 3] && g.o == g.i;
+    for_each_task(out, g.n * g.group, |t, y, col, par| {
+        let (ni, gi) = (t / g.group, t % g.group);
+        let xg = &x[(ni * g.c + gi * cg) * pi..][..cg * pi];
+        let wg = &w[gi * mg * kdim..][..mg * kdim];
+        fill_bias(y, po, bias.map(|b| &b[gi * mg..][..mg]));
+        if depthwise {
+            depthwise_plane(g, xg, wg, y);
+            return Ok(());
+        }
+        let cols: &[T] = if pointwise {
+            xg
+        } else {
+            col.resize(kdim * po, T::ZERO);
+            im2col(g, cg, xg, col);
+            col
+        };
+        matmul_into((mg, po, kdim), View::rows(wg, kdim), View::rows(cols, po), y, po, bias.is_some(), T::ONE, par)
+    })
+}
+
+/// Lays out the input patches of `cg` channels as a (cg * kernel) x (output positions) matrix
+/// whose row order matches W's `[C/group, k0, k1, k2]` layout.
+fn im2col<T: Real>(g: &Geo3, cg: usize, x: &[T], col: &mut [T]) {
+    let ([i0, i1, i2], [_, o1, o2], [k0, k1, k2]) = (g.i, g.o, g.k);
+    let ([s0, s1, s2], [d0, d1, d2], [p0, p1, p2]) = (g.s, g.d, g.p);
+    let (pi, po) = (prod(&g.i), prod(&g.o));
+    let mut rows = col.chunks_mut(po);
+    for ci in 0..cg {
+        let xc = &x[ci * pi..][..pi];
+        for a in 0..k0 {
+            for b in 0..k1 {
+                for e in 0..k2 {
+                    let Some(row) = rows.next() else { return };
+                    let (off0, off1, off2) = ((a * d0) as isize - p0, (b * d1) as isize - p1, (e * d2) as isize - p2);
+                    let (lo, hi) = valid_range(o2, i2, s2, off2);
+                    for (r0, dst0) in row.chunks_mut(o1 * o2).enumerate() {
+                        let y0 = (r0 * s0) as isize + off0;
+                        for (r1, dst) in dst0.chunks_mut(o2).enumerate() {
+                            let y1 = (r1 * s1) as isize + off1;
+                            if y0 < 0 || y0 >= i0 as isize || y1 < 0 || y1 >= i1 as isize || lo == hi {
+                                dst.fill(T::ZERO);
+                                continue;
+                            }
+                            dst[..lo].fill(T::ZERO);
+                            dst[hi..].fill(T::ZERO);
+                            let src = &xc[(y0 as usize * i1 + y1 as usize) * i2..][..i2];
+                            let start = (lo as isize * s2 as isize + off2) as usize;
+                            if s2 == 1 {
+                                dst[lo..hi].copy_from_slice(&src[start..start + (hi - lo)]);
+                            } else {
+                                for (dv, sv) in dst[lo..hi].iter_mut().zip(src[start..].iter().step_by(s2)) {
+                                    *dv = *sv;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A depthwise conv of one plane: `y += w[k] * shifted x` for each kernel tap, with the
+/// innermost loop a bounds-check-free multiply-add over a contiguous output row.
+fn depthwise_plane<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T]) {
+    let ([i0, i1, i2], [_, o1, o2], [k0, k1, k2]) = (g.i, g.o, g.k);
+    let ([s0, s1, s2], [d0, d1, d2], [p0, p1, p2]) = (g.s, g.d, g.p);
+    for a in 0..k0 {
+        for b in 0..k1 {
+            for e in 0..k2 {
+                let wv = w[(a * k1 + b) * k2 + e];
+                let (off0, off1, off2) = ((a * d0) as isize - p0, (b * d1) as isize - p1, (e * d2) as isize - p2);
+                let (lo, hi) = valid_range(o2, i2, s2, off2);
+                if lo == hi {
+                    continue;
+                }
+                let start = (lo as isize * s2 as isize + off2) as usize;
+                for (r0, dst0) in y.chunks_mut(o1 * o2).enumerate() {
+                    let y0 = (r0 * s0) as isize + off0;
+                    if y0 < 0 || y0 >= i0 as isize {
+                        continue;
+                    }
+                    for (r1, dst) in dst0.chunks_mut(o2).enumerate() {
+                        let y1 = (r1 * s1) as isize + off1;
+                        if y1 < 0 || y1 >= i1 as isize {
+                            continue;
+                        }
+                        let src = &x[(y0 as usize * i1 + y1 as usize) * i2..][..i2];
+                        let dst = &mut dst[lo..hi];
+                        if s2 == 1 {
+                            for (dv, sv) in dst.iter_mut().zip(&src[start..start + (hi - lo)]) {
+                                *dv += wv * *sv;
+                            }
+                        } else {
+                            for (dv, sv) in dst.iter_mut().zip(src[start..].iter().step_by(s2)) {
+                                *dv += wv * *sv;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ConvTranspose
+
+struct ConvTranspose {
+    attrs: WindowAttrs,
+    group: i64,
+    output_padding: Option<Vec<i64>>,
+    output_shape: Option<Vec<i64>>,
+    consts: Consts,
+}
+
+fn conv_transpose_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    let node = info.node;
+    Ok(Box::new(ConvTranspose {
+        attrs: WindowAttrs::parse(node)?,
+        group: node.attr_or("group", 1i64)?,
+        output_padding: node.attr("output_padding")?,
+        output_shape: node.attr("output_shape")?,
+        consts: Consts::new(info)?,
+    }))
+}
+
+impl ConvTranspose {
+    /// Output extents and begin pads per the spec's ConvTranspose equations.
+    fn geometry(&self, input: &[usize], win: &super::common::Window) -> Result<(Vec<usize>, Vec<isize>)> {
+        let r = input.len();
+        let op: Vec<i64> = match &self.output_padding {
+            None => vec![0; r],
+            Some(v) if v.len() == r && v.iter().all(|x| *x >= 0) => v.clone(),
+            Some(v) => return Err(Error::invalid(format!("output_padding {v:?} does not fit {r} spatial axes"))),
+        };
+        // output_shape may be given with or without the leading N and C.
+        let target: Option<Vec<i64>> = match &self.output_shape {
+            None => None,
+            Some(v) if v.len() == r => Some(v.clone()),
+            Some(v) if v.len() == r + 2 => Some(v[2..].to_vec()),
+            Some(v) => return Err(Error::invalid(format!("output_shape {v:?} does not fit {r} spatial axes"))),
+        };
+        let mut out = vec![0; r];
+        let mut begin = vec![0; r];
+        for i in 0..r {
+            let (inp, s, k, d) =
+                (input[i] as i64, win.strides[i] as i64, win.kernel[i] as i64, win.dilations[i] as i64);
+            let natural = s * (inp - 1) + op[i] + (k - 1) * d + 1;
+            let wanted = match (&target, win.auto_pad) {
+                (Some(t), _) => Some(t[i]),
+                (None, AutoPad::SameUpper | AutoPad::SameLower) => Some(inp * s),
+                _ => None,
+            };
+            let (o, b) = match wanted {
+                Some(o) => {
+                    let total = natural - o;
+                    // Spec: SAME_UPPER puts the smaller half first, everything else the larger.
+                    let b = if win.auto_pad == AutoPad::SameUpper { total / 2 } else { total - total / 2 };
+                    (o, b)
+                }
+                None if win.auto_pad == AutoPad::Valid => (natural, 0),
+                None => (natural - (win.pads[i] + win.pads[i + r]) as i64, win.pads[i] as i64),
+            };
+            if o < 0 {
+                return Err(Error::invalid(format!("ConvTranspose output extent {o} on spatial axis {i} is negative")));
+            }
+            out[i] = o as usize;
+            begin[i] = b as isize;
+        }
+        Ok((out, begin))
+    }
+}
+
+impl Kernel for ConvTranspose {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let (dtype, x, w, b) = self.consts.inputs(inputs)?;
+        let (xs, ws) = (x.shape(), w.shape());
+        let kernel = check_shapes(xs, ws, &self.attrs.kernel)?;
+        let (n, c) = (xs[0], xs[1]);
+        let group = usize::try_from(self.group)
+            .ok()
+            .filter(|g| *g > 0)
+            .ok_or_else(|| Error::invalid("group must be positive"))?;
+        if ws[0] != c || c % group != 0 {
+            return Err(Error::invalid(format!(
+                "group {group} and W {ws:?} do not fit X channels {c} (W must be [C, M/group, ...])"
+            )));
+        }
+        if xs[2..].contains(&0) {
+            return Err(Error::invalid(format!("ConvTranspose needs a non-empty spatial input, got {xs:?}")));
+        }
+        let m = ws[1] * group;
+        check_bias(b.as_deref(), m)?;
+        let win = self.attrs.resolve(&kernel)?;
+        let (out, begin) = self.geometry(&xs[2..], &win)?;
+        let mut p = [0isize; 3];
+        p[3 - begin.len()..].copy_from_slice(&begin);
+        let g = Geo3 {
+            n,
+            c,
+            m,
+            group,
+            i: to3(&xs[2..], 1),
+            o: to3(&out, 1),
+            k: to3(&kernel, 1),
+            s: to3(&win.strides, 1),
+            d: to3(&win.dilations, 1),
+            p,
+        };
+        let mut shape = vec![n, m];
+        shape.extend_from_slice(&out);
+        let y = match x.dtype() {
+            DType::F64 => {
+                Tensor::try_build::<f64, Error>(&shape, |o| conv_transpose::<f64>(&g, &x, &w, b.as_deref(), o))?
+            }
+            _ => Tensor::try_build::<f32, Error>(&shape, |o| conv_transpose::<f32>(&g, &x, &w, b.as_deref(), o))?,
+        };
+        Ok(vec![from_compute(y, dtype)?.into()])
+    }
+}
+
+fn conv_transpose<T: Real>(g: &Geo3, x: &Tensor, w: &Tensor, b: Option<&Tensor>, out: &mut [T]) -> Result<()> {
+    let (x, w) = (x.as_slice::<T>()?, w.as_slice::<T>()?);
+    let bias = b.map(|b| b.as_slice::<T>()).transpose()?;
+    let (cg, mg) = (g.c / g.group, g.m / g.group);
+    let (pi, po, pk) = (prod(&g.i), prod(&g.o), prod(&g.k));
+    let mgk = mg * pk;
+    if x.len() != g.n * g.c * pi || w.len() != g.c * mgk || out.len() != g.n * g.m * po {
+        return Err(Error::invalid("ConvTranspose buffers do not match their shapes"));
+    }
+    let direct = pk == 1 && g.s == [1; 3] && g.p == [0; 3] && g.o == g.i;
+    for_each_task(out, g.n * g.group, |t, y, col, par| {
+        let (ni, gi) = (t / g.group, t % g.group);
+        let xg = View::rows(&x[(ni * g.c + gi * cg) * pi..][..cg * pi], pi);
+        // W_g is [C/group, M/group * kernel]; its transpose maps input channels to columns.
+        let wt = View::rows(&w[gi * cg * mgk..][..cg * mgk], mgk).t();
+        fill_bias(y, po, bias.map(|b| &b[gi * mg..][..mg]));
+        if direct {
+            return matmul_into((mg, pi, cg), wt, xg, y, po, bias.is_some(), T::ONE, par);
+        }
+        col.resize(mgk * pi, T::ZERO);
+        matmul_into((mgk, pi, cg), wt, xg, col, pi, false, T::ONE, par)?;
+        col2im(g, col, y);
+        Ok(())
+    })
+}
+
+/// Adds each column entry to the output position its input position and kernel tap reach.
+fn col2im<T: Real>(g: &Geo3, col: &[T], y: &mut [T]) {
+    let ([i0, i1, i2], [o0, o1, o2], [k0, k1, k2]) = (g.i, g.o, g.k);
+    let ([s0, s1, s2], [d0, d1, d2], [p0, p1, p2]) = (g.s, g.d, g.p);
+    let (pi, po) = (prod(&g.i), prod(&g.o));
+    let mut rows = col.chunks(pi);
+    for plane in y.chunks_mut(po) {
+        for a in 0..k0 {
+            for b in 0..k1 {
+                for e in 0..k2 {
+                    let Some(row) = rows.next() else { return };
+                    let (off0, off1, off2) = ((a * d0) as isize - p0, (b * d1) as isize - p1, (e * d2) as isize - p2);
+                    let (lo0, hi0) = valid_range(i0, o0, s0, off0);
+                    let (lo1, hi1) = valid_range(i1, o1, s1, off1);
+                    let (lo2, hi2) = valid_range(i2, o2, s2, off2);
+                    if lo2 == hi2 {
+                        continue;
+                    }
+                    for r0 in lo0..hi0 {
+                        let y0 = (r0 as isize * s0 as isize + off0) as usize;
+                        for r1 in lo1..hi1 {
+                            let y1 = (r1 as isize * s1 as isize + off1) as usize;
+                            let src = &row[(r0 * i1 + r1) * i2..][lo2..hi2];
+                            let dst = &mut plane[(y0 * o1 + y1) * o2..][..o2];
+                            let start = (lo2 as isize * s2 as isize + off2) as usize;
+                            for (dv, sv) in dst[start..].iter_mut().step_by(s2).zip(src) {
+                                *dv += *sv;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,404 @@
+//! [MatMul](https://onnx.ai/onnx/operators/onnx__MatMul.html) (opsets 1–13+) and
+//! [Gemm](https://onnx.ai/onnx/operators/onnx__Gemm.html) (opsets 1–13+).
+//!
+//! Dtypes: f32 and f64 through the `gemm` crate; f16 and bf16 widened to f32 (so sums
+//! accumulate in f32) and narrowed back; i32, i64, u32 and u64 with plain wrapping loops (as
+//! two's-complement hardware would).
+
+use rayon::prelude::*;
+use vinort_ir::{DType, Elem, Error, Result, RunContext, Tensor, Value};
+
+use super::common::{Real, View, check_dtype, from_compute, is_real, matmul_into, to_compute};
+use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+
+const TYPES: [DType; 8] =
+    [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U32, DType::U64];
+
+pub(crate) fn register(r: &mut Registry) {
+    r.add("", "MatMul", 1..=MAX_OPSET, matmul_factory);
+    r.add("", "Gemm", 1..=MAX_OPSET, gemm_factory);
+}
+
+/// Integer element types multiplied with wrapping arithmetic.
+pub(crate) trait IntElem: Elem {
+    fn wmul(self, o: Self) -> Self;
+    fn wadd(self, o: Self) -> Self;
+    fn from_f32(v: f32) -> Self;
+}
+
+macro_rules! int_elem {
+    ($($t:ty),*) => {$(
+        impl IntElem for $t {
+            fn wmul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            fn wadd(self, o: Self) -> Self { self.wrapping_add(o) }
+            fn from_f32(v: f32) -> Self { v as $t }
+        }
+    )*};
+}
+int_elem!(i32, i64, u32, u64);
+
+/// How numpy-style MatMul lays out one call: per output batch, where A's and B's matrices start.
+#[derive(Debug)]
+pub(crate) struct MatMulPlan {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub out_shape: Vec<usize>,
+    a_offs: Vec<usize>,
+    b_offs: Vec<usize>,
+}
+
+impl MatMulPlan {
+    pub fn new(a: &[usize], b: &[usize]) -> Result<MatMulPlan> {
+        let scalar = || Error::invalid("MatMul inputs must have rank 1 or more");
+        // numpy: a 1-D A is a row vector, a 1-D B a column vector; the added axis is dropped
+        // from the result.
+        let (a_batch, m, ka) = match a {
+            [k] => (&a[..0], 1, *k),
+            [batch @ .., m, k] => (batch, *m, *k),
+            [] => return Err(scalar()),
+        };
+        let (b_batch, kb, n) = match b {
+            [k] => (&b[..0], *k, 1),
+            [batch @ .., k, n] => (batch, *k, *n),
+            [] => return Err(scalar()),
+        };
+        if ka != kb {
+            return Err(Error::invalid(format!("MatMul inner dimensions differ: {a:?} @ {b:?}")));
+        }
+        let rank = a_batch.len().max(b_batch.len());
+        let mut batch = vec![0; rank];
+        for i in 0..rank {
+            let da = if i + a_batch.len() >= rank { a_batch[i + a_batch.len() - rank] } else { 1 };
+            let db = if i + b_batch.len() >= rank { b_batch[i + b_batch.len() - rank] } else { 1 };
+            batch[i] = match (da, db) {
+                (x, y) if x == y => x,
+                (1, y) => y,
+                (x, 1) => x,
+                _ => return Err(Error::invalid(format!("MatMul batch dimensions do not broadcast: {a:?} @ {b:?}"))),
+            };
+        }
+        let count: usize = batch.iter().product();
+        let offsets = |own: &[usize], mat: usize| {
+            let mut offs = Vec::with_capacity(count);
+            let mut idx = vec![0usize; rank];
+            for _ in 0..count {
+                let mut off = 0;
+                let mut stride = mat;
+                for d in (0..own.len()).rev() {
+                    let i = idx[d + rank - own.len()];
+                    if own[d] != 1 {
+                        off += i * stride;
+                    }
+                    stride *= own[d];
+                }
+                offs.push(off);
+                for d in (0..rank).rev() {
+                    idx[d] += 1;
+                    if idx[d] < batch[d] {
+                        break;
+                    }
+                    idx[d] = 0;
+                }
+            }
+            offs
+        };
+        let a_offs = offsets(a_batch, m * ka);
+        let b_offs = offsets(b_batch, ka * n);
+        let mut out_shape = batch;
+        if a.len() > 1 {
+            out_shape.push(m);
+        }
+        if b.len() > 1 {
+            out_shape.push(n);
+        }
+        Ok(MatMulPlan { m, n, k: ka, out_shape, a_offs, b_offs })
+    }
+
+    fn batches(&self) -> usize {
+        self.a_offs.len()
+    }
+
+    fn real<T: Real>(&self, a: &[T], b: &[T], out: &mut [T]) -> Result<()> {
+        let (m, n, k) = (self.m, self.n, self.k);
+        if out.is_empty() {
+            return Ok(());
+        }
+        // B shared by every batch and A's batches contiguous: one tall product, so B is packed
+        // once instead of once per batch.
+        let b_shared = self.b_offs.iter().all(|o| *o == 0);
+        let a_dense = self.a_offs.iter().enumerate().all(|(i, o)| *o == i * m * k);
+        if b_shared && a_dense {
+            let rows = self.batches() * m;
+            return matmul_into((rows, n, k), View::rows(a, k), View::rows(b, n), out, n, false, T::ONE, true);
+        }
+        let job = |(chunk, (ao, bo)): (&mut [T], (&usize, &usize)), par: bool| -> Result<()> {
+            let a = a.get(*ao..).ok_or_else(|| Error::invalid("MatMul A offset out of range"))?;
+            let b = b.get(*bo..).ok_or_else(|| Error::invalid("MatMul B offset out of range"))?;
+            matmul_into((m, n, k), View::rows(a, k), View::rows(b, n), chunk, n, false, T::ONE, par)
+        };
+        let pairs = self.a_offs.iter().zip(&self.b_offs);
+        if self.batches() >= rayon::current_num_threads() && self.batches() > 1 {
+            out.par_chunks_mut(m * n).zip(pairs.collect::<Vec<_>>()).try_for_each(|x| job(x, false))
+        } else {
+            out.chunks_mut(m * n).zip(pairs).try_for_each(|x| job(x, true))
+        }
+    }
+
+    fn int<T: IntElem>(&self, a: &[T], b: &[T], out: &mut [T]) -> Result<()> {
+        let (m, n, k) = (self.m, self.n, self.k);
+        if out.is_empty() {
+            return Ok(());
+        }
+        let pairs: Vec<_> = self.a_offs.iter().zip(&self.b_offs).collect();
+        out.par_chunks_mut(m * n).zip(pairs).try_for_each(|(c, (ao, bo))| {
+            let a = a.get(*ao..*ao + m * k).ok_or_else(|| Error::invalid("MatMul A offset out of range"))?;
+            let b = b.get(*bo..*bo + k * n).ok_or_else(|| Error::invalid("MatMul B offset out of range"))?;
+            int_product(m, n, k, |i, p| a[i * k + p], b, c);
+            Ok(())
+        })
+    }
+}
+
+/// `c += a(i, p) * b[p, :]` over rows `i` of c (row length n), with b row-major k x n.
+fn int_product<T: IntElem>(m: usize, n: usize, k: usize, a: impl Fn(usize, usize) -> T, b: &[T], c: &mut [T]) {
+    if n == 0 {
+        return;
+    }
+    for (i, crow) in c.chunks_mut(n).take(m).enumerate() {
+        for (p, brow) in b.chunks(n).take(k).enumerate() {
+            let av = a(i, p);
+            for (cv, bv) in crow.iter_mut().zip(brow) {
+                *cv = cv.wadd(av.wmul(*bv));
+            }
+        }
+    }
+}
+
+struct MatMul {
+    /// B converted to the compute type when it is a constant.
+    b: Option<Tensor>,
+}
+
+fn matmul_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    check_dtype(info.node, info.input_dtype(0), &TYPES)?;
+    check_dtype(info.node, info.input_dtype(1), &TYPES)?;
+    let b = match info.const_input(1) {
+        Some(t) if is_real(t.dtype()) => Some(to_compute(t)?.into_owned()),
+        _ => None,
+    };
+    Ok(Box::new(MatMul { b }))
+}
+
+impl Kernel for MatMul {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let a = tensor_in(inputs, 0)?;
+        let b = tensor_in(inputs, 1)?;
+        if a.dtype() != b.dtype() {
+            return Err(Error::invalid(format!("MatMul inputs differ in type: {} and {}", a.dtype(), b.dtype())));
+        }
+        let plan = MatMulPlan::new(a.shape(), b.shape())?;
+        let dtype = a.dtype();
+        let y = if is_real(dtype) {
+            let ac = to_compute(a)?;
+            let bc = match &self.b {
+                Some(t) if t.shape() == b.shape() => std::borrow::Cow::Borrowed(t),
+                _ => to_compute(b)?,
+            };
+            let y = match ac.dtype() {
+                DType::F64 => {
+                    Tensor::try_build::<f64, Error>(&plan.out_shape, |o| plan.real(ac.as_slice()?, bc.as_slice()?, o))?
+                }
+                _ => {
+                    Tensor::try_build::<f32, Error>(&plan.out_shape, |o| plan.real(ac.as_slice()?, bc.as_slice()?, o))?
+                }
+            };
+            from_compute(y, dtype)?
+        } else {
+            let (a, b) = (a.to_aligned(), b.to_aligned());
+            macro_rules! int {
+                ($t:ty) => {
+                    Tensor::try_build::<$t, Error>(&plan.out_shape, |o| plan.int(a.as_slice()?, b.as_slice()?, o))?
+                };
+            }
+            match dtype {
+                DType::I32 => int!(i32),
+                DType::I64 => int!(i64),
+                DType::U32 => int!(u32),
+                DType::U64 => int!(u64),
+                d => return Err(Error::unsupported(format!("MatMul does not support {d}"))),
+            }
+        };
+        Ok(vec![y.into()])
+    }
+}
+
+struct Gemm {
+    alpha: f32,
+    beta: f32,
+    trans_a: bool,
+    trans_b: bool,
+    /// Opsets before 7 broadcast C only when the `broadcast` attribute says so.
+    exact_c: bool,
+    b: Option<Tensor>,
+}
+
+fn gemm_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    let n = info.node;
+    for i in 0..3 {
+        check_dtype(n, info.input_dtype(i), &TYPES)?;
+    }
+    let b = match info.const_input(1) {
+        Some(t) if is_real(t.dtype()) => Some(to_compute(t)?.into_owned()),
+        _ => None,
+    };
+    Ok(Box::new(Gemm {
+        alpha: n.attr_or("alpha", 1.0f32)?,
+        beta: n.attr_or("beta", 1.0f32)?,
+        trans_a: n.attr_or("transA", false)?,
+        trans_b: n.attr_or("transB", false)?,
+        exact_c: n.opset < 7 && !n.attr_or("broadcast", false)?,
+        b,
+    }))
+}
+
+/// Strides that read C as if broadcast to (m, n).
+fn c_strides(c: &[usize], m: usize, n: usize, exact: bool) -> Result<(usize, usize)> {
+    let bad = || Error::invalid(format!("Gemm C of shape {c:?} does not broadcast to [{m}, {n}]"));
+    if exact && c != [m, n] {
+        return Err(bad());
+    }
+    let (cm, cn) = match c {
+        [] => (1, 1),
+        [x] => (1, *x),
+        [x, y] => (*x, *y),
+        _ => return Err(bad()),
+    };
+    if (cm != 1 && cm != m) || (cn != 1 && cn != n) {
+        return Err(bad());
+    }
+    Ok((if cm == 1 { 0 } else { cn }, if cn == 1 { 0 } else { 1 }))
+}
+
+impl Gemm {
+    fn real<T: Real>(
+        &self,
+        (m, n, k): (usize, usize, usize),
+        a: &Tensor,
+        b: &Tensor,
+        c: Option<(&Tensor, usize, usize)>,
+    ) -> Result<Tensor> {
+        let mut av = View::rows(a.as_slice::<T>()?, a.shape()[1]);
+        let mut bv = View::rows(b.as_slice::<T>()?, b.shape()[1]);
+        if self.trans_a {
+            av = av.t();
+        }
+        if self.trans_b {
+            bv = bv.t();
+        }
+        let beta = T::from_f64(self.beta as f64);
+        Tensor::try_build::<T, Error>(&[m, n], |out| {
+            let acc = match c {
+                Some((c, rs, cs)) if self.beta != 0.0 && n > 0 => {
+                    let c = c.as_slice::<T>()?;
+                    for (i, row) in out.chunks_mut(n).enumerate() {
+                        for (j, y) in row.iter_mut().enumerate() {
+                            *y = beta * c[i * rs + j * cs];
+                        }
+                    }
+                    true
+                }
+                _ => false,
+            };
+            matmul_into((m, n, k), av, bv, out, n, acc, T::from_f64(self.alpha as f64), true)
+        })
+    }
+
+    fn int<T: IntElem>(
+        &self,
+        (m, n, k): (usize, usize, usize),
+        a: &Tensor,
+        b: &Tensor,
+        c: Option<(&Tensor, usize, usize)>,
+    ) -> Result<Tensor> {
+        let (a, b) = (a.to_aligned(), b.to_aligned());
+        let (a, b) = (a.as_slice::<T>()?, b.as_slice::<T>()?);
+        let bt: Vec<T>;
+        let b = if self.trans_b {
+            bt = (0..k * n).map(|x| b[(x % n) * k + x / n]).collect();
+            &bt[..]
+        } else {
+            b
+        };
+        let (alpha, beta) = (T::from_f32(self.alpha), T::from_f32(self.beta));
+        let trans_a = self.trans_a;
+        let c_owned = c.map(|(t, rs, cs)| (t.to_aligned(), rs, cs));
+        let c = match &c_owned {
+            Some((t, rs, cs)) => Some((t.as_slice::<T>()?, *rs, *cs)),
+            None => None,
+        };
+        Ok(Tensor::build::<T>(&[m, n], |out| {
+            if n == 0 {
+                return;
+            }
+            int_product(m, n, k, |i, p| if trans_a { a[p * m + i] } else { a[i * k + p] }, b, out);
+            for (i, row) in out.chunks_mut(n).enumerate() {
+                for (j, y) in row.iter_mut().enumerate() {
+                    *y = alpha.wmul(*y);
+                    if let Some((c, rs, cs)) = c {
+                        *y = y.wadd(beta.wmul(c[i * rs + j * cs]));
+                    }
+                }
+            }
+        }))
+    }
+}
+
+impl Kernel for Gemm {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let a = tensor_in(inputs, 0)?;
+        let b = tensor_in(inputs, 1)?;
+        let c = opt_tensor_in(inputs, 2)?;
+        let dtype = a.dtype();
+        if b.dtype() != dtype || c.is_some_and(|c| c.dtype() != dtype) {
+            return Err(Error::invalid("Gemm inputs must share one element type"));
+        }
+        let (&[a0, a1], &[b0, b1]) = (a.shape(), b.shape()) else {
+            return Err(Error::invalid(format!("Gemm needs 2-D A and B, got {:?} and {:?}", a.shape(), b.shape())));
+        };
+        let (m, k) = if self.trans_a { (a1, a0) } else { (a0, a1) };
+        let (kb, n) = if self.trans_b { (b1, b0) } else { (b0, b1) };
+        if k != kb {
+            return Err(Error::invalid(format!("Gemm inner dimensions differ: {k} and {kb}")));
+        }
+        let cs = match c {
+            Some(c) => Some(c_strides(c.shape(), m, n, self.exact_c)?),
+            None => None,
+        };
+        let dims = (m, n, k);
+        let y = if is_real(dtype) {
+            let ac = to_compute(a)?;
+            let bc = match &self.b {
+                Some(t) if t.shape() == b.shape() => std::borrow::Cow::Borrowed(t),
+                _ => to_compute(b)?,
+            };
+            let cc = c.map(to_compute).transpose()?;
+            let cc = cc.as_deref().zip(cs).map(|(t, (rs, cs))| (t, rs, cs));
+            let y = match ac.dtype() {
+                DType::F64 => self.real::<f64>(dims, &ac, &bc, cc)?,
+                _ => self.real::<f32>(dims, &ac, &bc, cc)?,
+            };
+            from_compute(y, dtype)?
+        } else {
+            let cc = c.zip(cs).map(|(t, (rs, cs))| (t, rs, cs));
+            match dtype {
+                DType::I32 => self.int::<i32>(dims, a, b, cc)?,
+                DType::I64 => self.int::<i64>(dims, a, b, cc)?,
+                DType::U32 => self.int::<u32>(dims, a, b, cc)?,
+                DType::U64 => self.int::<u64>(dims, a, b, cc)?,
+                d => return Err(Error::unsupported(format!("Gemm does not support {d}"))),
+            }
+        };
+        Ok(vec![y.into()])
+    }
+}

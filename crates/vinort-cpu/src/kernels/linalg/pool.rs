@@ -1,0 +1,301 @@
+//! Pooling, 1-D to 3-D spatial:
+//! [MaxPool](https://onnx.ai/onnx/operators/onnx__MaxPool.html) (opsets 1–22+, f32, f64,
+//! f16, bf16, and i8/u8 from opset 12, with the optional `Indices` output),
+//! [AveragePool](https://onnx.ai/onnx/operators/onnx__AveragePool.html) (opsets 1–22+,
+//! `count_include_pad`, `ceil_mode`, `dilations` from opset 19),
+//! [LpPool](https://onnx.ai/onnx/operators/onnx__LpPool.html) (opsets 1–22+; `p` was a float
+//! before opset 2), and the global forms
+//! [GlobalMaxPool](https://onnx.ai/onnx/operators/onnx__GlobalMaxPool.html),
+//! [GlobalAveragePool](https://onnx.ai/onnx/operators/onnx__GlobalAveragePool.html),
+//! [GlobalLpPool](https://onnx.ai/onnx/operators/onnx__GlobalLpPool.html) (any spatial rank).
+//! Averages and Lp norms are computed in f32 for f16/bf16.
+
+use rayon::prelude::*;
+use vinort_ir::{Attr, DType, Elem, Error, Result, RunContext, Tensor, Value};
+
+use super::common::{Real, WindowAttrs, check_dtype, from_compute, to_compute, to3};
+use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in};
+
+const FLOATS: [DType; 4] = [DType::F32, DType::F64, DType::F16, DType::BF16];
+const MAX_TYPES: [DType; 6] = [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I8, DType::U8];
+
+pub(crate) fn register(r: &mut Registry) {
+    r.add("", "MaxPool", 1..=MAX_OPSET, |i| factory(i, Kind::Max, false));
+    r.add("", "AveragePool", 1..=MAX_OPSET, |i| factory(i, Kind::Avg { include_pad: false }, false));
+    r.add("", "LpPool", 1..=MAX_OPSET, |i| factory(i, Kind::Lp(2.0), false));
+    r.add("", "GlobalMaxPool", 1..=MAX_OPSET, |i| factory(i, Kind::Max, true));
+    r.add("", "GlobalAveragePool", 1..=MAX_OPSET, |i| factory(i, Kind::Avg { include_pad: false }, true));
+    r.add("", "GlobalLpPool", 1..=MAX_OPSET, |i| factory(i, Kind::Lp(2.0), true));
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Max,
+    Avg { include_pad: bool },
+    Lp(f64),
+}
+
+struct Pool {
+    kind: Kind,
+    /// None for the global forms, whose window is the whole spatial extent.
+    window: Option<WindowAttrs>,
+    ceil_mode: bool,
+    column_major: bool,
+    /// MaxPool's optional second output is connected.
+    want_indices: bool,
+}
+
+fn factory(info: &NodeInfo<'_>, kind: Kind, global: bool) -> Result<Box<dyn Kernel>> {
+    let node = info.node;
+    let int_ok = matches!(kind, Kind::Max) && node.opset >= 12 && !global;
+    check_dtype(node, info.input_dtype(0), if int_ok { &MAX_TYPES } else { &FLOATS })?;
+    let kind = match kind {
+        Kind::Avg { .. } => Kind::Avg { include_pad: node.attr_or("count_include_pad", false)? },
+        Kind::Lp(_) => Kind::Lp(match node.attr_raw("p") {
+            None => 2.0,
+            Some(Attr::Int(p)) => *p as f64,
+            // Opset 1 declared p as a float.
+            Some(Attr::Float(p)) => *p as f64,
+            Some(other) => return Err(node.error(format!("attribute 'p' must be int, found {}", other.kind()))),
+        }),
+        Kind::Max => Kind::Max,
+    };
+    if let Kind::Lp(p) = kind
+        && p.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater)
+    {
+        return Err(node.error(format!("p must be positive, got {p}")));
+    }
+    let window = if global {
+        None
+    } else {
+        let w = WindowAttrs::parse(node)?;
+        if w.kernel.is_none() {
+            return Err(node.error("required attribute 'kernel_shape' is missing"));
+        }
+        Some(w)
+    };
+    Ok(Box::new(Pool {
+        kind,
+        window,
+        ceil_mode: node.attr_or("ceil_mode", false)?,
+        column_major: node.attr_or("storage_order", 0i64)? == 1,
+        want_indices: matches!(kind, Kind::Max) && !global && node.outputs.get(1).is_some_and(Option::is_some),
+    }))
+}
+
+/// Per output index along one axis: the input positions its window covers inside the input,
+/// and how many taps fall inside the padded extent (for `count_include_pad`).
+struct Axis {
+    taps: Vec<Vec<usize>>,
+    padded: Vec<usize>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn axis(inp: usize, out: usize, k: usize, s: usize, d: usize, pb: usize, pe: usize) -> Axis {
+    let mut a = Axis { taps: Vec::with_capacity(out), padded: Vec::with_capacity(out) };
+    for o in 0..out {
+        let start = (o * s) as isize - pb as isize;
+        let pos = (0..k).map(|t| start + (t * d) as isize);
+        a.taps.push(pos.clone().filter(|p| *p >= 0 && *p < inp as isize).map(|p| p as usize).collect());
+        // Windows never start before -pb; taps past the end padding only exist in ceil mode
+        // and are not counted.
+        a.padded.push(pos.filter(|p| *p < (inp + pe) as isize).count());
+    }
+    a
+}
+
+/// The window of every output position, as three axes.
+struct Plan {
+    axes: [Axis; 3],
+    i: [usize; 3],
+    o: [usize; 3],
+}
+
+impl Plan {
+    fn each(&self, mut f: impl FnMut(usize, &[usize], &[usize], &[usize], usize)) {
+        let [a0, a1, a2] = &self.axes;
+        let mut flat = 0;
+        for o0 in 0..self.o[0] {
+            for o1 in 0..self.o[1] {
+                for o2 in 0..self.o[2] {
+                    let padded = a0.padded[o0] * a1.padded[o1] * a2.padded[o2];
+                    f(flat, &a0.taps[o0], &a1.taps[o1], &a2.taps[o2], padded);
+                    flat += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Element types MaxPool compares directly.
+trait MaxElem: Elem + PartialOrd {
+    const LOWEST: Self;
+}
+impl MaxElem for f32 {
+    const LOWEST: Self = f32::NEG_INFINITY;
+}
+impl MaxElem for f64 {
+    const LOWEST: Self = f64::NEG_INFINITY;
+}
+impl MaxElem for i8 {
+    const LOWEST: Self = i8::MIN;
+}
+impl MaxElem for u8 {
+    const LOWEST: Self = u8::MIN;
+}
+
+/// Max over each window; the index is the first maximum met in row-major window order (an
+/// empty window, possible only when pads exceed the kernel, gives LOWEST and -1).
+fn max_pool<T: MaxElem>(plan: &Plan, x: &[T], y: &mut [T], idx: Option<&mut [i64]>, column_major: bool) {
+    let [i0, i1, i2] = plan.i;
+    let (pi, po) = (i0 * i1 * i2, plan.o.iter().product::<usize>());
+    if y.is_empty() || x.len() != y.len() / po * pi {
+        return;
+    }
+    let spatial = |p0: usize, p1: usize, p2: usize| {
+        if column_major { p0 + p1 * i0 + p2 * i0 * i1 } else { (p0 * i1 + p1) * i2 + p2 }
+    };
+    let plane = |(c, yp): (usize, &mut [T]), mut ip: Option<&mut [i64]>| {
+        // Planes are indexed rather than zipped so an empty spatial input still fills Y.
+        let xp = &x[c * pi..][..pi];
+        plan.each(|o, t0, t1, t2, _| {
+            let mut best = T::LOWEST;
+            let mut at = -1i64;
+            for &p0 in t0 {
+                for &p1 in t1 {
+                    for &p2 in t2 {
+                        let v = xp[(p0 * i1 + p1) * i2 + p2];
+                        if at < 0 || v > best {
+                            best = v;
+                            at = spatial(p0, p1, p2) as i64;
+                        }
+                    }
+                }
+            }
+            yp[o] = best;
+            if let Some(ip) = ip.as_deref_mut() {
+                ip[o] = if at < 0 { -1 } else { (c * pi) as i64 + at };
+            }
+        })
+    };
+    let planes = y.par_chunks_mut(po).enumerate();
+    match idx {
+        Some(idx) => planes.zip(idx.par_chunks_mut(po)).for_each(|(p, ip)| plane(p, Some(ip))),
+        None => planes.for_each(|p| plane(p, None)),
+    }
+}
+
+fn avg_lp_pool<T: Real>(plan: &Plan, kind: Kind, x: &[T], y: &mut [T]) {
+    let [_, i1, i2] = plan.i;
+    let (pi, po) = (plan.i.iter().product::<usize>(), plan.o.iter().product::<usize>());
+    if y.is_empty() || x.len() != y.len() / po * pi {
+        return;
+    }
+    y.par_chunks_mut(po).enumerate().for_each(|(c, yp)| {
+        let xp = &x[c * pi..][..pi];
+        plan.each(|o, t0, t1, t2, padded| {
+            let mut acc = T::ZERO;
+            for &p0 in t0 {
+                for &p1 in t1 {
+                    let row = &xp[(p0 * i1 + p1) * i2..];
+                    for &p2 in t2 {
+                        acc += match kind {
+                            Kind::Lp(p) => row[p2].abs().powf(T::from_f64(p)),
+                            _ => row[p2],
+                        };
+                    }
+                }
+            }
+            yp[o] = match kind {
+                Kind::Lp(p) => acc.powf(T::from_f64(1.0 / p)),
+                Kind::Avg { include_pad: true } => acc / T::from_usize(padded),
+                _ => acc / T::from_usize(t0.len() * t1.len() * t2.len()),
+            };
+        })
+    });
+}
+
+impl Kernel for Pool {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let x = tensor_in(inputs, 0)?;
+        let xs = x.shape();
+        if xs.len() < 3 {
+            return Err(Error::invalid(format!("pool input must be [N, C, spatial...], got {xs:?}")));
+        }
+        let spatial = &xs[2..];
+        let (kernel, strides, dilations, pb, pe, out) = match &self.window {
+            None => {
+                // Global pools take any spatial rank: fold it into one axis.
+                let n: usize = spatial.iter().product();
+                (vec![n], vec![1], vec![1], vec![0], vec![0], vec![1usize; spatial.len()])
+            }
+            Some(w) => {
+                let kernel = w.kernel.clone().unwrap_or_default();
+                if kernel.len() != spatial.len() {
+                    return Err(Error::invalid(format!("kernel_shape {kernel:?} does not fit input {xs:?}")));
+                }
+                if kernel.len() > 3 {
+                    return Err(Error::unsupported("pools over more than 3 spatial axes"));
+                }
+                let win = w.resolve(&kernel)?;
+                let g = win.geometry(spatial, self.ceil_mode)?;
+                (kernel, win.strides, win.dilations, g.pad_begin, g.pad_end, g.out)
+            }
+        };
+        let (i, o) = match &self.window {
+            None => ([1, 1, spatial.iter().product()], [1, 1, 1]),
+            Some(_) => (to3(spatial, 1), to3(&out, 1)),
+        };
+        let (k, s, d, b, e) = (to3(&kernel, 1), to3(&strides, 1), to3(&dilations, 1), to3(&pb, 0), to3(&pe, 0));
+        let plan = Plan { axes: [0, 1, 2].map(|a| axis(i[a], o[a], k[a], s[a], d[a], b[a], e[a])), i, o };
+        let mut shape = xs[..2].to_vec();
+        shape.extend_from_slice(&out);
+
+        let dtype = x.dtype();
+        let x = x.to_aligned();
+        let mut outputs = Vec::with_capacity(2);
+        match self.kind {
+            Kind::Max => {
+                let mut indices = if self.want_indices { Some(vec![0i64; shape.iter().product()]) } else { None };
+                macro_rules! run {
+                    ($t:ty, $x:expr) => {
+                        Tensor::try_build::<$t, Error>(&shape, |y| {
+                            max_pool(&plan, $x.as_slice()?, y, indices.as_deref_mut(), self.column_major);
+                            Ok(())
+                        })?
+                    };
+                }
+                let y = match dtype {
+                    DType::F32 => run!(f32, x),
+                    DType::F64 => run!(f64, x),
+                    DType::I8 => run!(i8, x),
+                    DType::U8 => run!(u8, x),
+                    DType::F16 | DType::BF16 => {
+                        let xc = to_compute(&x)?;
+                        from_compute(run!(f32, xc), dtype)?
+                    }
+                    d => return Err(Error::unsupported(format!("MaxPool on {d}"))),
+                };
+                outputs.push(y.into());
+                if let Some(indices) = indices {
+                    outputs.push(Tensor::from_vec(&shape, indices)?.into());
+                }
+            }
+            kind => {
+                let xc = to_compute(&x)?;
+                let y = match xc.dtype() {
+                    DType::F64 => Tensor::try_build::<f64, Error>(&shape, |y| {
+                        avg_lp_pool(&plan, kind, xc.as_slice()?, y);
+                        Ok(())
+                    })?,
+                    _ => Tensor::try_build::<f32, Error>(&shape, |y| {
+                        avg_lp_pool(&plan, kind, xc.as_slice()?, y);
+                        Ok(())
+                    })?,
+                };
+                outputs.push(from_compute(y, dtype)?.into());
+            }
+        }
+        Ok(outputs)
+    }
+}

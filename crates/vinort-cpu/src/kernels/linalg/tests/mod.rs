@@ -1,0 +1,217 @@
+//! Checks of the linalg kernels against naive references written from the ONNX definitions.
+//!
+//! References compute in f64 with nested loops over N-d indices; they share no code with the
+//! kernels (not even the output-shape rule, which is re-derived here from the spec text).
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use vinort_ir::{Attr, DType, Node, Result, RunContext, Tensor, Value, ValueId, ValueType};
+
+use crate::kernel::{NodeInfo, Registry};
+
+mod conv;
+mod matmul;
+mod pool;
+
+/// An attribute list entry.
+pub(super) fn ints(name: &str, v: &[i64]) -> (String, Attr) {
+    (name.to_string(), Attr::Ints(v.to_vec()))
+}
+pub(super) fn int(name: &str, v: i64) -> (String, Attr) {
+    (name.to_string(), Attr::Int(v))
+}
+pub(super) fn float(name: &str, v: f32) -> (String, Attr) {
+    (name.to_string(), Attr::Float(v))
+}
+pub(super) fn string(name: &str, v: &str) -> (String, Attr) {
+    (name.to_string(), Attr::String(v.to_string()))
+}
+
+pub(super) fn node(op: &str, opset: i64, n_in: usize, n_out: usize, attrs: Vec<(String, Attr)>) -> Node {
+    Node {
+        name: format!("test_{op}"),
+        op_type: op.to_string(),
+        domain: String::new(),
+        opset,
+        inputs: (0..n_in).map(|i| Some(ValueId(i as u32))).collect(),
+        outputs: (0..n_out).map(|i| Some(ValueId(100 + i as u32))).collect(),
+        implicit_inputs: vec![],
+        attrs,
+        proto: None,
+    }
+}
+
+/// Proptest settings: `cases` runs, and no regression files written outside this folder
+/// (failing inputs are printed instead).
+pub(super) fn config(cases: u32) -> proptest::prelude::ProptestConfig {
+    proptest::prelude::ProptestConfig { cases, failure_persistence: None, ..Default::default() }
+}
+
+/// Compiles `node` with the inputs marked in `consts` known ahead, then runs it.
+pub(super) fn run_node(node: &Node, inputs: &[Option<Tensor>], consts: &[usize]) -> Result<Vec<Tensor>> {
+    let mut r = Registry::default();
+    super::register(&mut r);
+    let factory = r.find(node).map_err(vinort_ir::Error::unsupported)?;
+    let info = NodeInfo {
+        node,
+        inputs: inputs
+            .iter()
+            .map(|t| t.as_ref().map_or(ValueType::Unknown, |t| ValueType::tensor(t.dtype(), t.shape())))
+            .collect(),
+        consts: inputs.iter().enumerate().map(|(i, t)| t.clone().filter(|_| consts.contains(&i))).collect(),
+        outputs: vec![ValueType::Unknown; node.outputs.len()],
+    };
+    let kernel = factory(&info)?;
+    let values: Vec<Option<Value>> = inputs.iter().map(|t| t.clone().map(Value::Tensor)).collect();
+    let refs: Vec<Option<&Value>> = values.iter().map(Option::as_ref).collect();
+    kernel.run(&refs, &RunContext::default())?.into_iter().map(Value::into_tensor).collect()
+}
+
+/// Runs a node and returns its first output.
+pub(super) fn run1(node: &Node, inputs: &[Option<Tensor>]) -> Result<Tensor> {
+    run_node(node, inputs, &[])?.into_iter().next().ok_or_else(|| vinort_ir::Error::invalid("no output"))
+}
+
+pub(super) fn rand_vec(rng: &mut StdRng, n: usize) -> Vec<f64> {
+    // Values on a 1/64 grid keep f32 products exact, so only summation order differs.
+    (0..n).map(|_| (rng.random_range(-64i32..=64) as f64) / 64.0).collect()
+}
+
+pub(super) fn rng(seed: u64) -> StdRng {
+    StdRng::seed_from_u64(seed)
+}
+
+/// A tensor of `dtype` holding `v` (rounded to the type).
+pub(super) fn tensor(dtype: DType, shape: &[usize], v: &[f64]) -> Tensor {
+    let t = match dtype {
+        DType::F32 => Tensor::from_vec(shape, v.iter().map(|x| *x as f32).collect()),
+        DType::F64 => Tensor::from_slice(shape, v),
+        DType::F16 => Tensor::from_vec(shape, v.iter().map(|x| half::f16::from_f64(*x)).collect()),
+        DType::BF16 => Tensor::from_vec(shape, v.iter().map(|x| half::bf16::from_f64(*x)).collect()),
+        DType::I8 => Tensor::from_vec(shape, v.iter().map(|x| *x as i8).collect()),
+        DType::U8 => Tensor::from_vec(shape, v.iter().map(|x| *x as u8).collect()),
+        DType::I32 => Tensor::from_vec(shape, v.iter().map(|x| *x as i32).collect()),
+        DType::I64 => Tensor::from_vec(shape, v.iter().map(|x| *x as i64).collect()),
+        DType::U32 => Tensor::from_vec(shape, v.iter().map(|x| *x as u32).collect()),
+        DType::U64 => Tensor::from_vec(shape, v.iter().map(|x| *x as u64).collect()),
+        d => panic!("test helper does not build {d}"),
+    };
+    t.unwrap()
+}
+
+pub(super) fn t32(shape: &[usize], v: &[f64]) -> Tensor {
+    tensor(DType::F32, shape, v)
+}
+
+/// Asserts `got` matches `want` within `rel` relative error (absolute below magnitude 1).
+pub(super) fn assert_close(got: &Tensor, want_shape: &[usize], want: &[f64], rel: f64) {
+    assert_eq!(got.shape(), want_shape, "shape");
+    let g = got.to_f64_vec().unwrap();
+    assert_eq!(g.len(), want.len());
+    for (i, (a, b)) in g.iter().zip(want).enumerate() {
+        let ok = (a - b).abs() <= rel * b.abs().max(1.0) || (a.is_nan() && b.is_nan()) || a == b;
+        assert!(ok, "element {i}: got {a}, want {b} (shape {want_shape:?})");
+    }
+}
+
+/// Every index of `shape` in row-major order.
+pub(super) fn indices(shape: &[usize]) -> Vec<Vec<usize>> {
+    let n: usize = shape.iter().product();
+    let mut out = Vec::with_capacity(n);
+    let mut idx = vec![0; shape.len()];
+    for _ in 0..n {
+        out.push(idx.clone());
+        for d in (0..shape.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    out
+}
+
+/// Row-major flat offset.
+pub(super) fn flat(shape: &[usize], idx: &[usize]) -> usize {
+    shape.iter().zip(idx).fold(0, |acc, (d, i)| acc * d + i)
+}
+
+/// Transposes a row-major tensor's data by a permutation of its axes; returns the new shape.
+pub(super) fn permute(shape: &[usize], data: &[f64], perm: &[usize]) -> (Vec<usize>, Vec<f64>) {
+    let out_shape: Vec<usize> = perm.iter().map(|p| shape[*p]).collect();
+    let mut out = vec![0.0; data.len()];
+    for idx in indices(&out_shape) {
+        let mut src = vec![0; shape.len()];
+        for (a, p) in perm.iter().enumerate() {
+            src[*p] = idx[a];
+        }
+        out[flat(&out_shape, &idx)] = data[flat(shape, &src)];
+    }
+    (out_shape, out)
+}
+
+pub(super) fn auto_pad_name(i: usize) -> &'static str {
+    ["NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"][i % 4]
+}
+
+/// Output extent and (begin, end) pads of one axis from the spec's formulas (Conv and pools).
+pub(super) fn spec_axis(
+    auto_pad: &str,
+    inp: usize,
+    k: usize,
+    s: usize,
+    d: usize,
+    pads: (usize, usize),
+    ceil: bool,
+) -> Option<(usize, usize, usize)> {
+    let ek = (k - 1) * d + 1;
+    match auto_pad {
+        "SAME_UPPER" | "SAME_LOWER" => {
+            let out = (inp as f64 / s as f64).ceil() as usize;
+            let total = ((out as i64 - 1) * s as i64 + ek as i64 - inp as i64).max(0) as usize;
+            let begin = if auto_pad == "SAME_UPPER" { total / 2 } else { total - total / 2 };
+            Some((out, begin, total - begin))
+        }
+        "VALID" => {
+            if inp < ek {
+                return None;
+            }
+            Some((((inp - ek) as f64 / s as f64).floor() as usize + 1, 0, 0))
+        }
+        _ => {
+            let num = inp as f64 + (pads.0 + pads.1) as f64 - ek as f64;
+            if num < 0.0 {
+                return None;
+            }
+            let mut out = if ceil { (num / s as f64 + 1.0).ceil() } else { (num / s as f64 + 1.0).floor() } as usize;
+            if ceil && (out - 1) * s >= inp + pads.0 {
+                out -= 1;
+            }
+            Some((out, pads.0, pads.1))
+        }
+    }
+}
+
+#[test]
+fn every_op_is_registered() {
+    let mut r = Registry::default();
+    super::register(&mut r);
+    let mut ops: Vec<_> = r.ops().map(|(_, o)| o).collect();
+    ops.sort();
+    assert_eq!(
+        ops,
+        [
+            "AveragePool",
+            "Conv",
+            "ConvTranspose",
+            "Gemm",
+            "GlobalAveragePool",
+            "GlobalLpPool",
+            "GlobalMaxPool",
+            "LpPool",
+            "MatMul",
+            "MaxPool"
+        ]
+    );
+}
