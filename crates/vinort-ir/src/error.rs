@@ -76,6 +76,10 @@ pub enum Error {
     /// A run-time failure with an explanation (kernel arguments, shapes...).
     #[error("{0}")]
     Invalid(String),
+    /// A provider found, while compiling a partition, nodes it cannot run after all (a wrong
+    /// capability answer). The session moves them to the next provider and partitions again.
+    #[error("provider refused {} node(s) at compile time", .0.len())]
+    RefusedAtCompile(Vec<(petgraph::graph::NodeIndex, String)>),
     /// Something is not supported (by a kernel, a provider or this version).
     #[error("unsupported: {0}")]
     Unsupported(String),

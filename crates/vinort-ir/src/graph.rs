@@ -74,6 +74,9 @@ pub struct Node {
     pub implicit_inputs: Vec<ValueId>,
     /// Attributes by name, in model order.
     pub attrs: Vec<(String, Attr)>,
+    /// The node as the file had it, so a partition can be handed to another ONNX consumer
+    /// (OpenVINO) exactly as written. Weights inside it share the file's bytes.
+    pub proto: Option<Arc<vinort_proto::onnx::NodeProto>>,
 }
 
 impl Node {

@@ -217,6 +217,7 @@ impl Builder<'_> {
                 outputs: vec![],
                 implicit_inputs: vec![],
                 attrs: vec![],
+                proto: Some(Arc::new(np.clone())),
             };
             let ix = g.dag.add_node(node);
             for (port, out) in np.output.iter().enumerate() {

@@ -396,6 +396,16 @@ impl Tensor {
         }
     }
 
+    /// True when typed access works (storage aligned for the element type).
+    pub fn is_aligned(&self) -> bool {
+        match &self.data {
+            Data::Bytes { bytes, .. } => {
+                bytes.is_empty() || (bytes.as_ptr() as usize).is_multiple_of(self.dtype.size().max(1))
+            }
+            Data::Strings(_) => true,
+        }
+    }
+
     /// A copy in storage this process owns, if the tensor borrows caller memory; otherwise
     /// the same tensor. Used so nothing borrowed outlives a `run`.
     pub fn detach_borrowed(self) -> Tensor {

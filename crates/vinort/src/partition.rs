@@ -86,9 +86,12 @@ fn short_list(v: &[String]) -> String {
 ///
 /// `providers` are the started providers in the user's order. Returns per partition the index
 /// of its provider and its definition, plus the plan (without compiled details).
+/// `vetoes` are nodes a provider claimed but then refused while compiling: they are treated as
+/// refused by that provider, with the reason it gave.
 pub(crate) fn partition(
     model: &Model,
     providers: &[std::sync::Arc<dyn vinort_ir::ExecutionProvider>],
+    vetoes: &HashMap<(usize, NodeIndex), String>,
 ) -> Result<(Vec<(usize, PartitionDef)>, PartitionPlan)> {
     let g = &model.graph;
     let mut owner: HashMap<NodeIndex, usize> = HashMap::new();
@@ -99,10 +102,12 @@ pub(crate) fn partition(
         if offered.is_empty() {
             break;
         }
-        let cap = p.capability(model, &offered)?;
+        let mut cap = p.capability(model, &offered)?;
         let offered_set: HashSet<NodeIndex> = offered.iter().copied().collect();
-        for n in cap.claimed {
-            if offered_set.contains(&n) {
+        for n in std::mem::take(&mut cap.claimed) {
+            if let Some(why) = vetoes.get(&(pi, n)) {
+                cap.refused.push((n, why.clone()));
+            } else if offered_set.contains(&n) {
                 owner.insert(n, pi);
             }
         }

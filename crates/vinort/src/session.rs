@@ -71,20 +71,51 @@ impl SessionBuilder {
         if started.is_empty() {
             return Err(Error::Config("no execution provider could start".into()));
         }
-        let (defs, mut plan) = partition(&model, &started)?;
-        plan.warnings = warnings;
         let g = &model.graph;
-        let mut b = PlanBuilder::<ValueId, PartitionStep>::new();
-        for v in g.inputs() {
-            b.input(*v);
-        }
-        for (i, (pi, def)) in defs.iter().enumerate() {
-            let compiled = started[*pi].compile(&model, def)?;
-            plan.partitions[i].details = compiled.describe();
-            let ins: Vec<Option<ValueId>> = def.inputs.iter().map(|v| Some(*v)).collect();
-            let outs: Vec<Option<ValueId>> = def.outputs.iter().map(|v| Some(*v)).collect();
-            b.step(PartitionStep(compiled), &ins, &outs)?;
-        }
+        // A provider may find at compile time that it cannot run some nodes it claimed (its
+        // capability answer was wrong): those nodes are vetoed for it and the graph is
+        // partitioned again, so a wrong answer costs time, never the session.
+        let mut vetoes: HashMap<(usize, vinort_ir::NodeIndex), String> = HashMap::new();
+        let (plan, b) = loop {
+            let (defs, mut plan) = partition(&model, &started, &vetoes)?;
+            plan.warnings = warnings.clone();
+            let mut b = PlanBuilder::<ValueId, PartitionStep>::new();
+            for v in g.inputs() {
+                b.input(*v);
+            }
+            let mut refused = None;
+            for (i, (pi, def)) in defs.iter().enumerate() {
+                match started[*pi].compile(&model, def) {
+                    Ok(compiled) => {
+                        plan.partitions[i].details = compiled.describe();
+                        let ins: Vec<Option<ValueId>> = def.inputs.iter().map(|v| Some(*v)).collect();
+                        let outs: Vec<Option<ValueId>> = def.outputs.iter().map(|v| Some(*v)).collect();
+                        b.step(PartitionStep(compiled), &ins, &outs)?;
+                    }
+                    Err(vinort_ir::Error::RefusedAtCompile(nodes)) if !nodes.is_empty() => {
+                        refused = Some((*pi, nodes));
+                        break;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            match refused {
+                None => break (plan, b),
+                Some((pi, nodes)) => {
+                    for (n, why) in nodes {
+                        tracing::info!(node = %g.node(n).name, provider = %started[pi].name(), reason = %why, "refused at compile time");
+                        if vetoes.insert((pi, n), why).is_some() {
+                            return Err(Error::Config(format!(
+                                "provider {} refused node '{}' again after it was vetoed",
+                                started[pi].name(),
+                                g.node(n).name
+                            )));
+                        }
+                    }
+                }
+            }
+        };
+        let mut b = b;
         for v in g.outputs() {
             if !b.knows(*v)
                 && let Some(t) = g.initializer(*v)
@@ -301,6 +332,12 @@ impl Session {
                 message: "missing (every model input must be given)".into(),
             })?;
             check_input(info, &v)?;
+            // Kernels need element-aligned storage; a caller's misaligned shared bytes are
+            // copied once (the only copy of an input vinort ever makes).
+            let v = match v {
+                Value::Tensor(t) if !t.is_aligned() => Value::Tensor(t.to_aligned()),
+                v => v,
+            };
             ordered.push(v);
         }
         check_symbols(&self.inner.inputs, &ordered)?;
