@@ -1,0 +1,84 @@
+//! A partition as a standalone ONNX model, for OpenVINO's ONNX frontend.
+//!
+//! Nodes are the file's own `NodeProto`s (attributes and subgraphs exactly as written);
+//! initializers the nodes read (directly or from subgraphs) are included with their bytes
+//! shared, not copied, until the final encoding; boundary values become graph inputs and
+//! outputs typed from the IR.
+
+use prost::Message;
+use vinort_ir::proto::onnx;
+use vinort_ir::tensor_proto::tensor_to_proto;
+use vinort_ir::{Dim, Error, Model, NodeIndex, Result, ValueId, ValueType};
+
+/// ONNX `TypeProto` for a value type (None when it cannot be expressed).
+pub fn type_proto(t: &ValueType) -> Option<onnx::TypeProto> {
+    use onnx::tensor_shape_proto::{Dimension, dimension::Value as D};
+    use onnx::type_proto::Value as V;
+    let value = match t {
+        ValueType::Tensor(d, shape) => V::TensorType(onnx::type_proto::Tensor {
+            elem_type: Some(d.onnx_code()),
+            shape: shape.as_ref().map(|s| onnx::TensorShapeProto {
+                dim: s
+                    .iter()
+                    .map(|d| Dimension {
+                        value: match d {
+                            Dim::Fixed(n) => Some(D::DimValue(*n as i64)),
+                            Dim::Symbol(s) => Some(D::DimParam(s.clone())),
+                            Dim::Unknown => None,
+                        },
+                        denotation: None,
+                    })
+                    .collect(),
+            }),
+        }),
+        ValueType::Sequence(e) => V::SequenceType(Box::new(onnx::type_proto::Sequence { elem_type: type_proto(e).map(Box::new) })),
+        ValueType::Optional(e) => V::OptionalType(Box::new(onnx::type_proto::Optional { elem_type: type_proto(e).map(Box::new) })),
+        _ => return None,
+    };
+    Some(onnx::TypeProto { value: Some(value), denotation: None })
+}
+
+/// Serializes nodes of the main graph with the given boundary as an ONNX model.
+pub fn partition_model(model: &Model, nodes: &[NodeIndex], inputs: &[ValueId], outputs: &[ValueId]) -> Result<Vec<u8>> {
+    let g = &model.graph;
+    let mut node_protos = Vec::with_capacity(nodes.len());
+    let mut inits: Vec<ValueId> = vec![];
+    for &ix in nodes {
+        let n = g.node(ix);
+        let proto = n.proto.as_ref().ok_or_else(|| n.error("node has no original proto to serialize"))?;
+        node_protos.push((**proto).clone());
+        for v in n.inputs.iter().flatten().chain(&n.implicit_inputs) {
+            if g.initializer(*v).is_some() && !inits.contains(v) {
+                inits.push(*v);
+            }
+        }
+    }
+    let vi = |v: ValueId, need_type: bool| -> Result<onnx::ValueInfoProto> {
+        let info = g.value(v);
+        let ty = type_proto(&info.ty);
+        if need_type && ty.is_none() {
+            return Err(Error::unsupported(format!("type of '{}' is not known before run time", info.name)));
+        }
+        Ok(onnx::ValueInfoProto { name: Some(info.name.clone()), r#type: ty, ..Default::default() })
+    };
+    let graph = onnx::GraphProto {
+        name: Some("vinort_partition".into()),
+        node: node_protos,
+        initializer: inits.iter().filter_map(|v| g.initializer(*v).map(|t| tensor_to_proto(&g.value(*v).name, t))).collect(),
+        input: inputs.iter().map(|v| vi(*v, true)).collect::<Result<_>>()?,
+        output: outputs.iter().map(|v| vi(*v, false)).collect::<Result<_>>()?,
+        ..Default::default()
+    };
+    let m = onnx::ModelProto {
+        ir_version: Some(model.ir_version),
+        opset_import: model
+            .opsets
+            .iter()
+            .map(|(d, v)| onnx::OperatorSetIdProto { domain: Some(d.clone()), version: Some(*v) })
+            .collect(),
+        producer_name: Some("vinort".into()),
+        graph: Some(graph),
+        ..Default::default()
+    };
+    Ok(m.encode_to_vec())
+}
