@@ -313,6 +313,55 @@ def build_unknown_op() -> onnx.ModelProto:
 
 
 # --------------------------------------------------------------------------
+# partition_cnn: an op OpenVINO gets wrong in the middle of a CNN
+# --------------------------------------------------------------------------
+
+
+def build_partition_cnn(rng: np.random.Generator) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """Conv/Relu, then Softmax at opset 11 over axis 1 of a rank-4 tensor, then Conv/Relu/pool.
+
+    At opset 11 Softmax flattens the input to 2-D at `axis` and normalises over the whole
+    tail (C*H*W here). OpenVINO 2026.4.1 normalises over the one axis instead (measured by
+    scripts/probe_openvino_ops.py), so vinort must run this node on Cpu: the session splits
+    into OpenVINO -> Cpu -> OpenVINO partitions.
+    """
+    w1 = f32(rng.normal(0, 0.4, (8, 3, 3, 3)))
+    b1 = f32(rng.normal(0, 0.1, (8,)))
+    w2 = f32(rng.normal(0, 0.4, (4, 8, 1, 1)))
+    b2 = f32(rng.normal(0, 0.1, (4,)))
+    nodes = [
+        helper.make_node("Conv", ["input", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Softmax", ["r1"], ["sm"], name="softmax_flattening", axis=1),
+        helper.make_node("Mul", ["sm", "scale"], ["sm_scaled"], name="rescale"),
+        helper.make_node("Conv", ["sm_scaled", "w2", "b2"], ["c2"], name="conv2"),
+        helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+        helper.make_node("GlobalAveragePool", ["r2"], ["gap"], name="gap"),
+        helper.make_node("Flatten", ["gap"], ["output"], name="flatten"),
+    ]
+    inits = [
+        numpy_helper.from_array(w1, "w1"),
+        numpy_helper.from_array(b1, "b1"),
+        numpy_helper.from_array(w2, "w2"),
+        numpy_helper.from_array(b2, "b2"),
+        numpy_helper.from_array(f32([8 * 16 * 16.0]), "scale"),
+    ]
+    graph = helper.make_graph(
+        nodes, "partition_cnn",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 4])],
+        initializer=inits,
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 11)], producer_name=PRODUCER, producer_version="1",
+        ir_version=IR_VERSION,
+    )
+    model.doc_string = "vinort sample model 'partition_cnn': Softmax-11 (wrong on OpenVINO) inside a CNN"
+    feeds = {"input": f32(rng.normal(0, 1, (1, 3, 16, 16)))}
+    return model, feeds
+
+
+# --------------------------------------------------------------------------
 # writing
 # --------------------------------------------------------------------------
 
@@ -376,6 +425,8 @@ def main() -> int:
     model, feeds = build_bert_tiny(rng)
     built["bert_tiny"] = (model, feeds)
     built["unknown_op"] = (build_unknown_op(), None)
+    model, feeds = build_partition_cnn(rng)
+    built["partition_cnn"] = (model, feeds)
 
     print(f"onnx {onnx.__version__}, onnxruntime {ort.__version__}, numpy {np.__version__}")
     for name, (model, feeds) in built.items():

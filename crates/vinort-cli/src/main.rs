@@ -21,9 +21,15 @@ enum Cmd {
     Run {
         /// The model file.
         model: PathBuf,
-        /// Providers in priority order, comma separated (available: cpu).
-        #[arg(short = 'e', long, default_value = "cpu")]
+        /// Providers in priority order, comma separated (openvino, cpu).
+        #[arg(short = 'e', long, default_value = "openvino,cpu")]
         providers: String,
+        /// OpenVINO options as "key|value key|value" (device_type, precision, num_streams...).
+        #[arg(short = 'i', long, default_value = "")]
+        options: String,
+        /// Fail instead of skipping a provider that cannot start.
+        #[arg(long)]
+        strict: bool,
         /// An input from a TensorProto file: NAME=PATH (repeatable). Other inputs are random.
         #[arg(long = "input", value_name = "NAME=PATH")]
         inputs: Vec<String>,
@@ -45,25 +51,41 @@ enum Cmd {
         /// The model file.
         model: PathBuf,
         /// Providers in priority order, comma separated.
-        #[arg(short = 'e', long, default_value = "cpu")]
+        #[arg(short = 'e', long, default_value = "openvino,cpu")]
         providers: String,
+        /// OpenVINO options as "key|value key|value".
+        #[arg(short = 'i', long, default_value = "")]
+        options: String,
+        /// Fail instead of skipping a provider that cannot start.
+        #[arg(long)]
+        strict: bool,
     },
+    /// The OpenVINO version and devices, or where the library was looked for.
+    Devices,
 }
 
-fn providers(list: &str) -> Result<Vec<Provider>> {
+/// Providers from `-e openvino,cpu`, with `-i "key|value key|value"` options for OpenVINO
+/// (the keys of ONNX Runtime's OpenVINO execution provider).
+fn providers(list: &str, options: &str, strict: bool) -> Result<Vec<Provider>> {
     list.split(',')
         .map(|p| match p.trim().to_ascii_lowercase().as_str() {
             "cpu" => Ok(vinort::Cpu::default().into()),
-            other => bail!("unknown provider '{other}' (available: cpu)"),
+            "openvino" | "ov" => {
+                let opts =
+                    vinort::openvino::OpenVinoOptions::parse_cli(options).map_err(|e| anyhow::anyhow!("-i: {e}"))?;
+                let p: Provider = vinort::OpenVino::with_options(opts).into();
+                Ok(if strict { p.error_on_failure() } else { p })
+            }
+            other => bail!("unknown provider '{other}' (available: openvino, cpu)"),
         })
         .collect()
 }
 
-fn build(model: &Path, list: &str) -> Result<(Session, f64)> {
+fn build(model: &Path, list: &str, options: &str, strict: bool) -> Result<(Session, f64)> {
     let t0 = Instant::now();
     let session = Runtime::load(model)
         .with_context(|| format!("loading {}", model.display()))?
-        .providers(providers(list)?)
+        .providers(providers(list, options, strict)?)
         .build()
         .with_context(|| format!("building a session for {}", model.display()))?;
     Ok((session, t0.elapsed().as_secs_f64() * 1e3))
@@ -135,17 +157,21 @@ fn load_pb(path: &Path) -> Result<Tensor> {
     Ok(decode_tensor(bytes::Bytes::from(bytes)).with_context(|| format!("decoding {}", path.display()))?.1)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run(
-    model: &Path,
-    list: &str,
-    inputs: &[String],
-    test_data: Option<&Path>,
-    dims: &[String],
+struct RunArgs<'a> {
+    model: &'a Path,
+    providers: &'a str,
+    options: &'a str,
+    strict: bool,
+    inputs: &'a [String],
+    test_data: Option<&'a Path>,
+    dims: &'a [String],
     runs: usize,
     seed: u64,
-) -> Result<()> {
-    let (session, build_ms) = build(model, list)?;
+}
+
+fn run(a: RunArgs<'_>) -> Result<()> {
+    let RunArgs { model, providers, options, strict, inputs, test_data, dims, runs, seed } = a;
+    let (session, build_ms) = build(model, providers, options, strict)?;
     println!("model: {}", model.display());
     print!("{}", session.plan());
     println!("session created in {build_ms:.1} ms");
@@ -225,11 +251,29 @@ fn main() -> Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().cmd {
-        Cmd::Run { model, providers, inputs, test_data, dims, runs, seed } => {
-            run(&model, &providers, &inputs, test_data.as_deref(), &dims, runs, seed)
-        }
-        Cmd::Partition { model, providers } => {
-            let (session, ms) = build(&model, &providers)?;
+        Cmd::Run { model, providers, options, strict, inputs, test_data, dims, runs, seed } => run(RunArgs {
+            model: &model,
+            providers: &providers,
+            options: &options,
+            strict,
+            inputs: &inputs,
+            test_data: test_data.as_deref(),
+            dims: &dims,
+            runs,
+            seed,
+        }),
+        Cmd::Devices => match vinort::openvino::devices() {
+            Ok((version, devices)) => {
+                println!("OpenVINO {version}");
+                for (d, name) in devices {
+                    println!("  {d}: {name}");
+                }
+                Ok(())
+            }
+            Err(e) => bail!("{e}"),
+        },
+        Cmd::Partition { model, providers, options, strict } => {
+            let (session, ms) = build(&model, &providers, &options, strict)?;
             print!("{}", session.plan());
             println!("session created in {ms:.1} ms");
             Ok(())

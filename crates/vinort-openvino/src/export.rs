@@ -31,8 +31,12 @@ pub fn type_proto(t: &ValueType) -> Option<onnx::TypeProto> {
                     .collect(),
             }),
         }),
-        ValueType::Sequence(e) => V::SequenceType(Box::new(onnx::type_proto::Sequence { elem_type: type_proto(e).map(Box::new) })),
-        ValueType::Optional(e) => V::OptionalType(Box::new(onnx::type_proto::Optional { elem_type: type_proto(e).map(Box::new) })),
+        ValueType::Sequence(e) => {
+            V::SequenceType(Box::new(onnx::type_proto::Sequence { elem_type: type_proto(e).map(Box::new) }))
+        }
+        ValueType::Optional(e) => {
+            V::OptionalType(Box::new(onnx::type_proto::Optional { elem_type: type_proto(e).map(Box::new) }))
+        }
         _ => return None,
     };
     Some(onnx::TypeProto { value: Some(value), denotation: None })
@@ -64,7 +68,10 @@ pub fn partition_model(model: &Model, nodes: &[NodeIndex], inputs: &[ValueId], o
     let graph = onnx::GraphProto {
         name: Some("vinort_partition".into()),
         node: node_protos,
-        initializer: inits.iter().filter_map(|v| g.initializer(*v).map(|t| tensor_to_proto(&g.value(*v).name, t))).collect(),
+        initializer: inits
+            .iter()
+            .filter_map(|v| g.initializer(*v).map(|t| tensor_to_proto(&g.value(*v).name, t)))
+            .collect(),
         input: inputs.iter().map(|v| vi(*v, true)).collect::<Result<_>>()?,
         output: outputs.iter().map(|v| vi(*v, false)).collect::<Result<_>>()?,
         ..Default::default()

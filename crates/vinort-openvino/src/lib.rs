@@ -2,6 +2,12 @@
 #![deny(missing_docs)]
 
 #[cfg(feature = "ffi")]
+pub mod export;
+#[cfg(feature = "ffi")]
 pub mod ffi;
 pub mod options;
+#[cfg(feature = "ffi")]
+pub mod probe;
+#[cfg(feature = "ffi")]
+pub mod provider;
 pub mod rules;

@@ -80,16 +80,7 @@ pub fn key(g: &Graph, ix: NodeIndex, device: &str, ov_version: &str) -> String {
             }
         })
         .collect();
-    format!(
-        "{}|{}|{}|{}|{:016x}|{}|{}",
-        n.domain,
-        n.op_type,
-        n.opset,
-        ins.join(","),
-        h.finish(),
-        device,
-        ov_version
-    )
+    format!("{}|{}|{}|{}|{:016x}|{}|{}", n.domain, n.op_type, n.opset, ins.join(","), h.finish(), device, ov_version)
 }
 
 /// A remembered verdict.

@@ -31,9 +31,20 @@ mod session;
 
 pub use error::{Error, RefusedNode, Result};
 pub use partition::{PartitionPlan, PlannedPartition, Refusal};
-pub use provider::{Cpu, Provider};
+pub use provider::{Cpu, OpenVino, Provider};
 pub use session::{Input, IoInfo, Outputs, Runtime, Session, SessionBuilder, TensorRef};
 pub use vinort_ir::{DType, Dim, Model, Sequence, Tensor, Value, ValueType};
+
+/// OpenVINO provider options and information.
+pub mod openvino {
+    pub use vinort_openvino::options::*;
+    pub use vinort_openvino::provider::{devices, is_available};
+}
+
+/// The OpenVINO provider type itself, for wrapping or composing providers.
+pub mod ir_openvino {
+    pub use vinort_openvino::provider::{OpenVinoProvider, OvPartition};
+}
 
 /// Lower-level crates, for writing providers or tools.
 pub mod ir {
@@ -42,5 +53,5 @@ pub mod ir {
 
 /// The usual imports.
 pub mod prelude {
-    pub use crate::{Cpu, DType, Provider, Runtime, Session, Tensor, TensorRef, Value};
+    pub use crate::{Cpu, DType, OpenVino, Provider, Runtime, Session, Tensor, TensorRef, Value};
 }

@@ -56,3 +56,111 @@ impl From<Cpu> for Provider {
         Provider::new(vinort_cpu::CpuProvider::default())
     }
 }
+
+/// The OpenVINO provider, configured like ONNX Runtime's OpenVINO execution provider.
+///
+/// ```no_run
+/// use vinort::{Cpu, OpenVino, Runtime};
+/// use vinort::openvino::Precision;
+///
+/// let session = Runtime::load("model.onnx")?
+///     .providers([OpenVino::cpu().precision(Precision::Fp32).into(), Cpu::default().into()])
+///     .build()?;
+/// # Ok::<(), vinort::Error>(())
+/// ```
+///
+/// The library `libopenvino_c` is found at run time: [`OpenVino::library_path`], then the
+/// `VINORT_OPENVINO_LIB` environment variable, then the `openvino` package of the Python on
+/// `PATH`, then system locations. When it is missing the provider is skipped with a warning in
+/// the session plan, unless registered with [`Provider::error_on_failure`].
+#[derive(Debug, Clone, Default)]
+pub struct OpenVino {
+    options: vinort_openvino::options::OpenVinoOptions,
+    library: Option<std::path::PathBuf>,
+}
+
+impl OpenVino {
+    /// OpenVINO on the CPU device (FP32 unless another precision is set).
+    pub fn cpu() -> OpenVino {
+        OpenVino::default()
+    }
+
+    /// OpenVINO on a device string: `CPU`, `GPU`, `GPU.1`, `NPU`, `AUTO:GPU,CPU`, `HETERO:GPU,CPU`,
+    /// `MULTI:GPU,CPU`.
+    pub fn device(device: &str) -> Result<OpenVino, crate::Error> {
+        let mut o = OpenVino::default();
+        o.options.set("device_type", device).map_err(|e| crate::Error::Config(e.to_string()))?;
+        Ok(o)
+    }
+
+    /// From fully built options.
+    pub fn with_options(options: vinort_openvino::options::OpenVinoOptions) -> OpenVino {
+        OpenVino { options, library: None }
+    }
+
+    /// From ORT-style string options (`device_type`, `precision`, `num_streams`, ...).
+    pub fn from_key_values<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<OpenVino, crate::Error> {
+        let mut o = OpenVino::default();
+        for (k, v) in pairs {
+            o.options.set(k, v).map_err(|e| crate::Error::Config(e.to_string()))?;
+        }
+        Ok(o)
+    }
+
+    /// Sets one ORT-style option by name.
+    pub fn set(mut self, key: &str, value: &str) -> Result<OpenVino, crate::Error> {
+        self.options.set(key, value).map_err(|e| crate::Error::Config(e.to_string()))?;
+        Ok(self)
+    }
+
+    /// Inference precision (`Fp32`, `Fp16`, `Accuracy`, or `Default` for the device's own).
+    pub fn precision(mut self, p: vinort_openvino::options::Precision) -> OpenVino {
+        self.options = self.options.precision(p);
+        self
+    }
+
+    /// Number of parallel streams.
+    pub fn num_streams(mut self, n: std::num::NonZeroU32) -> OpenVino {
+        self.options = self.options.num_streams(n);
+        self
+    }
+
+    /// Number of inference threads (CPU).
+    pub fn num_of_threads(mut self, n: std::num::NonZeroU32) -> OpenVino {
+        self.options = self.options.num_of_threads(n);
+        self
+    }
+
+    /// OpenVINO's compiled-model cache folder.
+    pub fn cache_dir(mut self, dir: impl Into<std::path::PathBuf>) -> OpenVino {
+        self.options = self.options.cache_dir(dir);
+        self
+    }
+
+    /// Use this `libopenvino_c` (file or folder) instead of searching.
+    pub fn library_path(mut self, path: impl Into<std::path::PathBuf>) -> OpenVino {
+        self.library = Some(path.into());
+        self
+    }
+
+    /// The options.
+    pub fn options(&self) -> &vinort_openvino::options::OpenVinoOptions {
+        &self.options
+    }
+
+    /// Whether the OpenVINO library can be found and loaded.
+    pub fn is_available() -> bool {
+        vinort_openvino::provider::is_available()
+    }
+
+    /// This provider, failing the session if it cannot start.
+    pub fn error_on_failure(self) -> Provider {
+        Provider::from(self).error_on_failure()
+    }
+}
+
+impl From<OpenVino> for Provider {
+    fn from(o: OpenVino) -> Provider {
+        Provider::new(vinort_openvino::provider::OpenVinoProvider::new(o.options, o.library))
+    }
+}

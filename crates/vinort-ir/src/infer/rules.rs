@@ -78,6 +78,35 @@ const BROADCAST_SAME: &[&str] = &[
 ];
 const BROADCAST_BOOL: &[&str] = &["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"];
 
+/// Output has input 0's element type and rank; extents depend on values we may not know.
+const SAME_RANK: &[&str] = &[
+    "Slice",
+    "Pad",
+    "Tile",
+    "Resize",
+    "Upsample",
+    "ReverseSequence",
+    "Trilu",
+    "ScatterElements",
+    "ScatterND",
+    "Scatter",
+    "DepthToSpace",
+    "SpaceToDepth",
+    "GatherElements",
+    "ConvTranspose",
+    "LpNormalization",
+    "GroupNormalization",
+    "RoiAlign",
+    "GridSample",
+    "Col2Im",
+];
+/// Outputs have input 0's element type; their ranks are not derived here.
+const SAME_DTYPE: &[&str] = &["Split", "GatherND", "Compress", "Einsum", "Unique"];
+
+fn same_rank(c: &InferCtx<'_>) -> Out {
+    Ok(vec![tensor(c.dtype(0), c.shape(0).map(|s| vec![Dim::Unknown; s.len()]))])
+}
+
 pub(super) fn lookup(op: &str) -> Option<Rule> {
     if SAME_AS_FIRST.contains(&op) {
         return Some(same_as_first);
@@ -88,7 +117,26 @@ pub(super) fn lookup(op: &str) -> Option<Rule> {
     if BROADCAST_BOOL.contains(&op) {
         return Some(|c| broadcast_all(c, Some(DType::Bool)));
     }
+    if SAME_RANK.contains(&op) {
+        return Some(same_rank);
+    }
+    if SAME_DTYPE.contains(&op) {
+        return Some(|c| Ok(vec![tensor(c.dtype(0), None); c.node.outputs.len().max(1)]));
+    }
     Some(match op {
+        "ArgMax" | "ArgMin" => {
+            |c| Ok(vec![ValueType::Tensor(DType::I64, c.shape(0).map(|s| vec![Dim::Unknown; s.len()]))])
+        }
+        "NonZero" => |c| {
+            Ok(vec![ValueType::Tensor(
+                DType::I64,
+                Some(vec![Dim::Fixed(c.shape(0).map_or(0, <[Dim]>::len)), Dim::Unknown]),
+            )])
+        },
+        "TopK" => |c| {
+            let s = c.shape(0).map(|s| vec![Dim::Unknown; s.len()]);
+            Ok(vec![tensor(c.dtype(0), s.clone()), ValueType::Tensor(DType::I64, s)])
+        },
         "Not" | "IsNaN" | "IsInf" => |c| Ok(vec![with_dtype(c.ty(0), DType::Bool)]),
         "Where" => where_,
         "Cast" => cast,

@@ -104,9 +104,8 @@ pub fn search(explicit: Option<&Path>) -> Search {
             Err(e) => s.tried.push(format!("{python} on PATH: {e}")),
         }
     }
-    let mut system: Vec<PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
-        .map(|v| std::env::split_paths(&v).collect())
-        .unwrap_or_default();
+    let mut system: Vec<PathBuf> =
+        std::env::var_os("LD_LIBRARY_PATH").map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
     system.extend(
         ["/opt/intel/openvino/runtime/lib/intel64", "/usr/local/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib"]
             .iter()

@@ -44,7 +44,11 @@ fn check(call: &'static str, status: sys::ov_status_e) -> OvResult<()> {
 }
 
 fn cstring(s: &str) -> OvResult<CString> {
-    CString::new(s).map_err(|_| OvError { call: "(argument)", status: -1, message: format!("string contains NUL: {s:?}") })
+    CString::new(s).map_err(|_| OvError {
+        call: "(argument)",
+        status: -1,
+        message: format!("string contains NUL: {s:?}"),
+    })
 }
 
 /// Takes an OpenVINO-allocated C string, freeing it.
@@ -279,10 +283,7 @@ fn port_info(port: *mut sys::ov_output_const_port_t) -> OvResult<PortInfo> {
     let mut et = sys::ov_element_type_e::DYNAMIC;
     // SAFETY: valid port and out-parameter.
     check("ov_port_get_element_type", unsafe { sys::ov_port_get_element_type(port, &mut et) })?;
-    let mut ps = sys::ov_partial_shape_t {
-        rank: sys::ov_dimension_t { min: 0, max: 0 },
-        dims: ptr::null_mut(),
-    };
+    let mut ps = sys::ov_partial_shape_t { rank: sys::ov_dimension_t { min: 0, max: 0 }, dims: ptr::null_mut() };
     // SAFETY: valid port and out-parameter; freed below.
     check("ov_port_get_partial_shape", unsafe { sys::ov_port_get_partial_shape(port, &mut ps) })?;
     let dims = if ps.rank.min != ps.rank.max || ps.rank.min < 0 || ps.dims.is_null() && ps.rank.min > 0 {
@@ -306,12 +307,14 @@ fn port_info(port: *mut sys::ov_output_const_port_t) -> OvResult<PortInfo> {
 impl CompiledModel {
     fn ports(&self, outputs: bool) -> OvResult<Vec<PortInfo>> {
         let mut n = 0usize;
-        // SAFETY: valid handle and out-parameter.
-        if outputs {
-            check("ov_compiled_model_outputs_size", unsafe { sys::ov_compiled_model_outputs_size(self.raw, &mut n) })?;
+        let st = if outputs {
+            // SAFETY: valid handle and out-parameter.
+            unsafe { sys::ov_compiled_model_outputs_size(self.raw, &mut n) }
         } else {
-            check("ov_compiled_model_inputs_size", unsafe { sys::ov_compiled_model_inputs_size(self.raw, &mut n) })?;
-        }
+            // SAFETY: valid handle and out-parameter.
+            unsafe { sys::ov_compiled_model_inputs_size(self.raw, &mut n) }
+        };
+        check("ov_compiled_model_ports_size", st)?;
         (0..n)
             .map(|i| {
                 let mut port = ptr::null_mut();
@@ -347,7 +350,9 @@ impl CompiledModel {
         let k = cstring(key)?;
         let mut v = ptr::null_mut();
         // SAFETY: valid handle, C string and out-parameter.
-        check("ov_compiled_model_get_property", unsafe { sys::ov_compiled_model_get_property(self.raw, k.as_ptr(), &mut v) })?;
+        check("ov_compiled_model_get_property", unsafe {
+            sys::ov_compiled_model_get_property(self.raw, k.as_ptr(), &mut v)
+        })?;
         Ok(take_string(v))
     }
 

@@ -1,0 +1,490 @@
+//! The OpenVINO execution provider.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+
+use vinort_ir::{
+    Capability, CompiledPartition, DType, Error, ExecutionProvider, Model, NodeIndex, PartitionDef, Result, RunContext,
+    Tensor, Value, ValueType,
+};
+
+use crate::export::partition_model;
+use crate::ffi::{self, CompiledModel, InferRequest, OvTensor, OwnedOvBytes, PortInfo};
+use crate::options::{DeviceProperties, OpenVinoOptions, Resolved};
+use crate::probe;
+use crate::rules;
+
+/// The OpenVINO provider: options plus, once started, the resolved device and properties.
+#[derive(Debug)]
+pub struct OpenVinoProvider {
+    options: OpenVinoOptions,
+    library: Option<PathBuf>,
+    started: OnceLock<std::result::Result<Started, String>>,
+}
+
+#[derive(Debug, Clone)]
+struct Started {
+    version: String,
+    resolved: Resolved,
+    /// The physical device used to look up the capability table and key probes.
+    table_device: String,
+}
+
+impl OpenVinoProvider {
+    /// A provider with these options; `library` overrides the search for `libopenvino_c`.
+    pub fn new(options: OpenVinoOptions, library: Option<PathBuf>) -> OpenVinoProvider {
+        OpenVinoProvider { options, library, started: OnceLock::new() }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &OpenVinoOptions {
+        &self.options
+    }
+
+    fn started(&self) -> Result<&Started> {
+        self.started.get_or_init(|| self.start_inner()).as_ref().map_err(|e| Error::unsupported(e.clone()))
+    }
+
+    fn start_inner(&self) -> std::result::Result<Started, String> {
+        ffi::load_library(self.library.as_deref())?;
+        let core = ffi::core()?;
+        let version = ffi::version().map_err(|e| e.to_string())?;
+        let available = core.available_devices().map_err(|e| e.to_string())?;
+        for d in self.options.device.physical_devices() {
+            let name = d.to_string();
+            let kind = name.split('.').next().unwrap_or(&name).to_owned();
+            if !available
+                .iter()
+                .any(|a| *a == name || a.split('.').next() == Some(kind.as_str()) && !name.contains('.'))
+            {
+                return Err(format!(
+                    "OpenVINO device {name} is not available on this machine (OpenVINO {version} sees: {})",
+                    available.join(", ")
+                ));
+            }
+        }
+        let props = CoreProps { available };
+        let resolved = self.options.compile_properties(&props).map_err(|e| e.to_string())?;
+        for w in &resolved.warnings {
+            tracing::warn!(provider = "OpenVino", "{w}");
+        }
+        let table_device =
+            self.options.device.physical_devices().first().map(|d| d.to_string()).unwrap_or_else(|| "CPU".into());
+        tracing::info!(version = %version, device = %resolved.device, properties = ?resolved.properties, "OpenVINO provider started");
+        Ok(Started { version, resolved, table_device })
+    }
+
+    fn compile_props(&self, s: &Started) -> Vec<(String, String)> {
+        let mut p = s.resolved.properties.clone();
+        p.extend(s.resolved.core_properties.iter().cloned());
+        p
+    }
+
+    /// Compiles a single node alone (with the session's properties), remembering the verdict.
+    fn probe(&self, model: &Model, ix: NodeIndex, s: &Started) -> probe::Verdict {
+        let key = probe::key(&model.graph, ix, &s.resolved.device, &s.version);
+        if let Some(v) = probe::lookup(&key) {
+            return v;
+        }
+        let g = &model.graph;
+        let n = g.node(ix);
+        let inputs: Vec<_> = n
+            .inputs
+            .iter()
+            .flatten()
+            .chain(&n.implicit_inputs)
+            .copied()
+            .filter(|v| g.initializer(*v).is_none())
+            .collect();
+        let mut dedup = inputs.clone();
+        dedup.dedup();
+        let outputs: Vec<_> = n.outputs.iter().flatten().copied().collect();
+        let verdict = match partition_model(model, &[ix], &dedup, &outputs) {
+            Err(e) => probe::Verdict::Refused(e.to_string()),
+            Ok(bytes) => match ffi::core().map_err(Error::unsupported).and_then(|c| {
+                let m = c.read_model_from_memory(&bytes).map_err(|e| Error::unsupported(e.to_string()))?;
+                c.compile(&m, &s.resolved.device, &self.compile_props(s)).map_err(|e| Error::unsupported(e.to_string()))
+            }) {
+                Ok(_) => probe::Verdict::Ok,
+                Err(e) => probe::Verdict::Refused(first_line(&e.to_string())),
+            },
+        };
+        tracing::debug!(node = %n.name, op = %n.op_type, verdict = ?verdict, "probe");
+        probe::remember(&key, verdict.clone());
+        verdict
+    }
+}
+
+fn first_line(s: &str) -> String {
+    let l = s.lines().find(|l| !l.trim().is_empty()).unwrap_or(s);
+    if l.len() > 300 {
+        format!("{}…", &l[..l.char_indices().nth(300).map_or(l.len(), |(i, _)| i)])
+    } else {
+        l.to_owned()
+    }
+}
+
+struct CoreProps {
+    available: Vec<String>,
+}
+
+/// Read-only properties OpenVINO lists among a device's supported ones.
+const READ_ONLY: &[&str] = &[
+    "AVAILABLE_DEVICES",
+    "SUPPORTED_PROPERTIES",
+    "RANGE_FOR_ASYNC_INFER_REQUESTS",
+    "RANGE_FOR_STREAMS",
+    "FULL_DEVICE_NAME",
+    "OPTIMIZATION_CAPABILITIES",
+    "DEVICE_ARCHITECTURE",
+    "DEVICE_TYPE",
+    "DEVICE_ID",
+    "EXECUTION_DEVICES",
+    "OPTIMAL_NUMBER_OF_INFER_REQUESTS",
+    "CACHING_PROPERTIES",
+    "DEVICE_GOPS",
+    "DEVICE_UUID",
+    "DEVICE_LUID",
+    "CPU_DENORMALS_OPTIMIZATION_SUPPORTED",
+];
+
+impl DeviceProperties for CoreProps {
+    fn supported(&self, device: &str, key: &str) -> bool {
+        let Ok(core) = ffi::core() else { return false };
+        core.property(device, "SUPPORTED_PROPERTIES")
+            .map(|s| s.split([' ', ',', '\n']).any(|k| k.trim() == key))
+            .unwrap_or(false)
+    }
+    fn mutable(&self, _device: &str, key: &str) -> bool {
+        !READ_ONLY.contains(&key)
+    }
+    fn available_devices(&self) -> Vec<String> {
+        self.available.clone()
+    }
+}
+
+/// Why a node cannot go to OpenVINO before asking the table or a probe.
+fn static_refusal(model: &Model, ix: NodeIndex) -> Option<String> {
+    let g = &model.graph;
+    let n = g.node(ix);
+    for v in n.inputs.iter().flatten().chain(&n.implicit_inputs).chain(n.outputs.iter().flatten()) {
+        let info = g.value(*v);
+        match &info.ty {
+            ValueType::Tensor(d, _) if ffi::to_ov_type(*d).is_none() => {
+                return Some(format!("'{}' is {d}, which vinort does not exchange with OpenVINO", info.name));
+            }
+            ValueType::Tensor(..) => {}
+            ValueType::Unknown if g.initializer(*v).is_none() && n.inputs.contains(&Some(*v)) => {
+                return Some(format!("the type of input '{}' is not known before run time", info.name));
+            }
+            ValueType::Unknown => {}
+            other => return Some(format!("'{}' is {other}; only tensors cross into OpenVINO", info.name)),
+        }
+    }
+    None
+}
+
+impl ExecutionProvider for OpenVinoProvider {
+    fn name(&self) -> String {
+        format!("OpenVino({})", self.options.device)
+    }
+
+    fn start(&self) -> Result<()> {
+        self.started().map(|_| ())
+    }
+
+    fn capability(&self, model: &Model, offered: &[NodeIndex]) -> Result<Capability> {
+        let s = self.started()?;
+        let g = &model.graph;
+        let mut cap = Capability::default();
+        for &ix in offered {
+            let n = g.node(ix);
+            if let Some(why) = static_refusal(model, ix) {
+                cap.refused.push((ix, why));
+                continue;
+            }
+            let dtypes: Vec<Option<DType>> =
+                n.inputs.iter().map(|v| v.and_then(|v| g.value(v).ty.tensor_dtype())).collect();
+            match rules::lookup(&n.domain, &n.op_type, n.opset, &s.table_device, &dtypes) {
+                rules::Verdict::Supported { .. } => cap.claimed.push(ix),
+                rules::Verdict::Refused { reason } => cap.refused.push((ix, format!("rule: {reason}"))),
+                rules::Verdict::Unknown => match self.probe(model, ix, s) {
+                    probe::Verdict::Ok => cap.claimed.push(ix),
+                    probe::Verdict::Refused(r) => cap.refused.push((ix, format!("probe: {r}"))),
+                },
+            }
+        }
+        Ok(cap)
+    }
+
+    fn compile(&self, model: &Model, part: &PartitionDef) -> Result<Box<dyn CompiledPartition>> {
+        let s = self.started()?;
+        let core = ffi::core().map_err(Error::unsupported)?;
+        let props = self.compile_props(s);
+        let ov_err = |e: ffi::OvError| Error::unsupported(e.to_string());
+        // The whole model: compile the original file, so external data resolves and OpenVINO's
+        // compile cache keys on the file.
+        let from_file = match (&model.path, part.whole_graph) {
+            (Some(path), true) => core.read_model_from_file(path).ok(),
+            _ => None,
+        };
+        let attempt = (|| -> Result<CompiledModel> {
+            let m = match from_file {
+                Some(m) => m,
+                None => {
+                    let bytes = partition_model(model, &part.nodes, &part.inputs, &part.outputs)?;
+                    core.read_model_from_memory(&bytes).map_err(ov_err)?
+                }
+            };
+            core.compile(&m, &s.resolved.device, &props).map_err(ov_err)
+        })();
+        let compiled = match attempt {
+            Ok(c) => c,
+            Err(e) => {
+                // Find the nodes to blame: probe each alone; if none fails alone, the partition
+                // fails only as a whole and all of it goes back.
+                let mut blamed: Vec<(NodeIndex, String)> = part
+                    .nodes
+                    .iter()
+                    .filter_map(|&ix| match self.probe(model, ix, s) {
+                        probe::Verdict::Ok => None,
+                        probe::Verdict::Refused(r) => Some((ix, format!("compile probe: {r}"))),
+                    })
+                    .collect();
+                if blamed.is_empty() {
+                    let why = format!("partition failed to compile as a whole: {}", first_line(&e.to_string()));
+                    blamed = part.nodes.iter().map(|ix| (*ix, why.clone())).collect();
+                }
+                return Err(Error::RefusedAtCompile(blamed));
+            }
+        };
+        let inputs = compiled.inputs().map_err(ov_err)?;
+        let outputs = compiled.outputs().map_err(ov_err)?;
+        if inputs.len() != part.inputs.len() || outputs.len() != part.outputs.len() {
+            let why = format!(
+                "compiled model has {} inputs/{} outputs, the partition {}/{}",
+                inputs.len(),
+                outputs.len(),
+                part.inputs.len(),
+                part.outputs.len()
+            );
+            return Err(Error::RefusedAtCompile(part.nodes.iter().map(|ix| (*ix, why.clone())).collect()));
+        }
+        let optimal: usize =
+            compiled.property("OPTIMAL_NUMBER_OF_INFER_REQUESTS").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(1);
+        let streams: usize = compiled.property("NUM_STREAMS").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(1);
+        let pool_size = optimal.max(streams).clamp(1, 64);
+        let mut effective = vec![];
+        for key in [
+            "INFERENCE_PRECISION_HINT",
+            "NUM_STREAMS",
+            "INFERENCE_NUM_THREADS",
+            "EXECUTION_MODE_HINT",
+            "PERFORMANCE_HINT",
+        ] {
+            if let Ok(v) = compiled.property(key) {
+                effective.push((key.to_owned(), v));
+            }
+        }
+        let describe = format!(
+            "OpenVINO {} on {}; {}; {} infer request(s); {}",
+            s.version,
+            s.resolved.device,
+            if from_file_used(model, part) {
+                "compiled from the model file"
+            } else {
+                "compiled from a serialized partition"
+            },
+            pool_size,
+            effective.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+        );
+        tracing::info!(partition = %describe, "OpenVINO partition compiled");
+        Ok(Box::new(OvPartition {
+            compiled: Arc::new(compiled),
+            inputs,
+            outputs,
+            pool: Pool { free: Mutex::new(vec![]), cv: Condvar::new(), created: Mutex::new(0), max: pool_size },
+            describe,
+            effective,
+        }))
+    }
+}
+
+fn from_file_used(model: &Model, part: &PartitionDef) -> bool {
+    model.path.is_some() && part.whole_graph
+}
+
+/// One bound host-pointer tensor: re-wrapped only when the address or shape changes.
+struct Binding {
+    ptr: usize,
+    shape: Vec<usize>,
+    // Our reference to the bound OpenVINO tensor object, dropped when re-bound.
+    _tensor: OvTensor,
+}
+
+struct Slot {
+    req: InferRequest,
+    inputs: Vec<Option<Binding>>,
+    /// For dynamically shaped outputs: true once a fresh OpenVINO-allocated tensor replaced
+    /// one we took over.
+    outputs_bound: Vec<bool>,
+}
+
+struct Pool {
+    free: Mutex<Vec<Slot>>,
+    cv: Condvar,
+    created: Mutex<usize>,
+    max: usize,
+}
+
+/// A compiled OpenVINO partition with its pool of infer requests.
+pub struct OvPartition {
+    compiled: Arc<CompiledModel>,
+    inputs: Vec<PortInfo>,
+    outputs: Vec<PortInfo>,
+    pool: Pool,
+    describe: String,
+    effective: Vec<(String, String)>,
+}
+
+impl OvPartition {
+    /// Properties read back from the compiled model.
+    pub fn effective_properties(&self) -> &[(String, String)] {
+        &self.effective
+    }
+
+    fn take(&self) -> Result<Slot> {
+        let mut free = self.pool.free.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(s) = free.pop() {
+                return Ok(s);
+            }
+            let mut created = self.pool.created.lock().unwrap_or_else(|p| p.into_inner());
+            if *created < self.pool.max {
+                *created += 1;
+                drop(created);
+                drop(free);
+                let req = self.compiled.infer_request().map_err(|e| Error::invalid(e.to_string()))?;
+                return Ok(Slot {
+                    req,
+                    inputs: (0..self.inputs.len()).map(|_| None).collect(),
+                    outputs_bound: vec![false; self.outputs.len()],
+                });
+            }
+            drop(created);
+            free = self.pool.cv.wait(free).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    fn give_back(&self, slot: Slot) {
+        self.pool.free.lock().unwrap_or_else(|p| p.into_inner()).push(slot);
+        self.pool.cv.notify_one();
+    }
+
+    fn infer(&self, slot: &mut Slot, inputs: &[&Value]) -> Result<Vec<Value>> {
+        let err = |e: ffi::OvError| Error::invalid(e.to_string());
+        if inputs.len() != self.inputs.len() {
+            return Err(Error::invalid(format!(
+                "OpenVINO partition expects {} inputs, got {}",
+                self.inputs.len(),
+                inputs.len()
+            )));
+        }
+        for (i, (v, port)) in inputs.iter().zip(&self.inputs).enumerate() {
+            let t = v.as_tensor()?;
+            if port.dtype.is_some_and(|d| d != t.dtype()) {
+                return Err(Error::invalid(format!("input {i}: OpenVINO expects {:?}, got {}", port.dtype, t.dtype())));
+            }
+            let ptr = t.data_ptr() as usize;
+            let fresh = match &slot.inputs[i] {
+                Some(b) => b.ptr != ptr || b.shape != t.shape(),
+                None => true,
+            };
+            if fresh {
+                // SAFETY: the input tensor outlives this inference (the caller holds it for the
+                // whole call); a later call with another buffer re-binds before inferring, so
+                // OpenVINO never reads a stale address. OpenVINO does not write inputs.
+                let ov = unsafe { OvTensor::from_host_ptr(t.dtype(), t.shape(), t.data_ptr()) }.map_err(err)?;
+                slot.req.set_input(i, &ov).map_err(err)?;
+                slot.inputs[i] = Some(Binding { ptr, shape: t.shape().to_vec(), _tensor: ov });
+            }
+        }
+        // Static outputs: OpenVINO writes straight into buffers we own.
+        let mut ours: Vec<Option<(Tensor, OvTensor)>> = Vec::with_capacity(self.outputs.len());
+        for (j, port) in self.outputs.iter().enumerate() {
+            match (port.dtype, port.static_shape()) {
+                (Some(d), Some(shape)) => {
+                    let t = Tensor::zeros(d, &shape);
+                    // SAFETY: `t` is freshly allocated and referenced nowhere else until the
+                    // inference below has finished writing it; it outlives the binding's use.
+                    let ov = unsafe { OvTensor::from_host_ptr(d, &shape, t.data_ptr()) }.map_err(err)?;
+                    slot.req.set_output(j, &ov).map_err(err)?;
+                    slot.outputs_bound[j] = true;
+                    ours.push(Some((t, ov)));
+                }
+                _ => ours.push(None),
+            }
+        }
+        slot.req.infer().map_err(err)?;
+        let mut out = Vec::with_capacity(self.outputs.len());
+        for (j, o) in ours.into_iter().enumerate() {
+            match o {
+                Some((t, _ov)) => out.push(Value::Tensor(t)),
+                None => {
+                    // Dynamic shape: take OpenVINO's tensor over (no copy), and give the request
+                    // a fresh tensor so the next inference cannot overwrite the one we took.
+                    let ovt = slot.req.output(j).map_err(err)?;
+                    let shape = ovt.shape().map_err(err)?;
+                    let d = self.outputs[j].dtype.ok_or_else(|| Error::invalid("output element type unknown"))?;
+                    let owned = OwnedOvBytes::new(ovt).map_err(err)?;
+                    let next = OvTensor::allocate(d, &shape).map_err(err)?;
+                    slot.req.set_output(j, &next).map_err(err)?;
+                    let bytes = bytes::Bytes::from_owner(owned);
+                    let t = if bytes.as_ptr() as usize % d.size().max(1) == 0 {
+                        Tensor::from_shared_bytes(d, &shape, bytes)?
+                    } else {
+                        Tensor::from_shared_bytes(d, &shape, bytes)?.to_aligned()
+                    };
+                    out.push(Value::Tensor(t));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl CompiledPartition for OvPartition {
+    fn run(&self, inputs: &[&Value], _ctx: &RunContext) -> Result<Vec<Value>> {
+        let mut slot = self.take()?;
+        let r = self.infer(&mut slot, inputs);
+        // Host pointers of this run's inputs stay bound in the slot; they are re-bound (see
+        // `fresh`) before the slot infers again, so none is read after its run.
+        self.give_back(slot);
+        r
+    }
+
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+}
+
+/// Library search and version information, for `vinort devices` and error messages.
+pub fn is_available() -> bool {
+    ffi::load_library(None).is_ok()
+}
+
+/// The OpenVINO version and devices, or why OpenVINO cannot be used.
+pub fn devices() -> std::result::Result<(String, Vec<(String, String)>), String> {
+    let core = ffi::core()?;
+    let version = ffi::version().map_err(|e| e.to_string())?;
+    let devs = core.available_devices().map_err(|e| e.to_string())?;
+    Ok((
+        version,
+        devs.into_iter()
+            .map(|d| {
+                let full = core.property(&d, "FULL_DEVICE_NAME").unwrap_or_default();
+                (d, full)
+            })
+            .collect(),
+    ))
+}

@@ -1,0 +1,234 @@
+//! The OpenVINO provider on this machine's CPU (OpenVINO from PyPI, found by the library
+//! search). CI installs OpenVINO; these tests fail — they do not skip — when it is missing.
+
+mod common;
+
+use common::*;
+use vinort::openvino::Precision;
+use vinort::{Cpu, OpenVino, Provider, Runtime, Session};
+
+fn ov_session(name: &str) -> Session {
+    Runtime::load(model_dir(name).join("model.onnx"))
+        .unwrap()
+        .providers([OpenVino::cpu().precision(Precision::Fp32).error_on_failure(), Cpu::default().into()])
+        .build()
+        .unwrap()
+}
+
+fn check(s: &Session, name: &str) {
+    let data = model_dir(name).join("test_data_set_0");
+    let inputs = read_pbs(&data, "input");
+    let out = s.run(inputs.iter().map(|(n, t)| (n.as_str(), t))).unwrap();
+    for (oname, want) in read_pbs(&data, "output") {
+        assert_close(&oname, out.get(&oname).unwrap(), &want, 1e-4, 1e-6);
+    }
+}
+
+#[test]
+fn openvino_is_found_and_reports_its_version_and_cpu() {
+    assert!(OpenVino::is_available(), "OpenVINO must be installed (python3 -m pip install openvino==2026.4.1)");
+    let (version, devices) = vinort::openvino::devices().unwrap();
+    assert!(version.starts_with("2026."), "{version}");
+    assert!(devices.iter().any(|(d, _)| d == "CPU"), "{devices:?}");
+}
+
+#[test]
+fn sample_models_run_as_one_openvino_partition_and_match_the_reference() {
+    for name in ["mobilenetv2_tiny", "bert_tiny"] {
+        let s = ov_session(name);
+        let plan = s.plan();
+        assert_eq!(plan.partitions.len(), 1, "{name}: {plan}");
+        let p = &plan.partitions[0];
+        assert_eq!(p.provider, "OpenVino(CPU)", "{name}: {plan}");
+        assert!(p.def.whole_graph);
+        assert!(p.details.contains("compiled from the model file"), "{}", p.details);
+        // FP32 really is f32 on this bf16-capable CPU.
+        assert!(p.details.contains("INFERENCE_PRECISION_HINT=f32"), "{}", p.details);
+        check(&s, name);
+    }
+}
+
+#[test]
+fn eight_threads_on_an_openvino_session_agree() {
+    let s = ov_session("bert_tiny");
+    let data = model_dir("bert_tiny").join("test_data_set_0");
+    let inputs = read_pbs(&data, "input");
+    let bits = |o: &vinort::Outputs| -> Vec<Vec<u32>> {
+        o.iter()
+            .map(|(_, v)| v.as_tensor().unwrap().as_slice::<f32>().unwrap().iter().map(|f| f.to_bits()).collect())
+            .collect()
+    };
+    let want = bits(&s.run(inputs.iter().map(|(n, t)| (n.as_str(), t))).unwrap());
+    std::thread::scope(|scope| {
+        let hs: Vec<_> = (0..8)
+            .map(|_| {
+                scope.spawn(|| {
+                    (0..5)
+                        .map(|_| bits(&s.run(inputs.iter().map(|(n, t)| (n.as_str(), t))).unwrap()))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for h in hs {
+            for got in h.join().unwrap() {
+                assert_eq!(got, want);
+            }
+        }
+    });
+}
+
+#[test]
+fn options_reach_openvino_and_are_read_back() {
+    let s = Runtime::load(model_dir("mobilenetv2_tiny").join("model.onnx"))
+        .unwrap()
+        .providers([
+            OpenVino::from_key_values([
+                ("device_type", "CPU"),
+                ("precision", "FP32"),
+                ("num_streams", "2"),
+                ("num_of_threads", "2"),
+            ])
+            .unwrap()
+            .error_on_failure(),
+            Cpu::default().into(),
+        ])
+        .build()
+        .unwrap();
+    let d = &s.plan().partitions[0].details;
+    assert!(
+        d.contains("NUM_STREAMS=2")
+            && d.contains("INFERENCE_NUM_THREADS=2")
+            && d.contains("INFERENCE_PRECISION_HINT=f32"),
+        "{d}"
+    );
+    assert!(d.contains("2 infer request(s)") || d.contains("infer request(s)"), "{d}");
+    check(&s, "mobilenetv2_tiny");
+}
+
+#[test]
+fn bad_options_are_errors_naming_the_problem() {
+    let bad = [
+        ("device_type", "TPU", "TPU"),
+        ("device_type", "HETERO:CPU", "HETERO"),
+        ("reshape_input", "x[1,3,5..2]", "5..2"),
+        ("load_config", "{not json", "load_config"),
+        ("precision", "FP64", "FP64"),
+        ("num_streams", "zero", "num_streams"),
+    ];
+    for (k, v, want) in bad {
+        let e = OpenVino::from_key_values([(k, v)]).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains(want), "{k}={v}: {e}");
+    }
+}
+
+#[test]
+fn a_device_that_is_not_here_is_skipped_with_a_reason_or_fails_on_request() {
+    let path = model_dir("mobilenetv2_tiny").join("model.onnx");
+    let s = Runtime::load(&path)
+        .unwrap()
+        .providers([OpenVino::device("GPU").unwrap().into(), Cpu::default().into()])
+        .build()
+        .unwrap();
+    let w = s.plan().warnings.join("\n");
+    assert!(w.contains("GPU") && w.contains("not available"), "{w}");
+    assert!(s.plan().partitions.iter().all(|p| p.provider == "Cpu"));
+    let e = Runtime::load(&path)
+        .unwrap()
+        .providers([OpenVino::device("NPU").unwrap().error_on_failure(), Provider::from(Cpu::default())])
+        .build()
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("NPU") && e.contains("not available"), "{e}");
+}
+
+/// Records the data pointers entering and leaving each partition of the wrapped provider.
+#[derive(Debug)]
+struct Recorder<P> {
+    inner: P,
+    log: std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<usize>, Vec<usize>)>>>,
+}
+
+struct Recorded {
+    inner: Box<dyn vinort::ir::CompiledPartition>,
+    name: String,
+    log: std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<usize>, Vec<usize>)>>>,
+}
+
+impl vinort::ir::CompiledPartition for Recorded {
+    fn run(&self, inputs: &[&vinort::Value], ctx: &vinort::ir::RunContext) -> vinort::ir::Result<Vec<vinort::Value>> {
+        let ptr = |v: &vinort::Value| v.as_tensor().map(|t| t.data_ptr() as usize).unwrap_or(0);
+        let out = self.inner.run(inputs, ctx)?;
+        self.log.lock().unwrap().push((
+            self.name.clone(),
+            inputs.iter().map(|v| ptr(v)).collect(),
+            out.iter().map(ptr).collect(),
+        ));
+        Ok(out)
+    }
+}
+
+impl<P: vinort::ir::ExecutionProvider> vinort::ir::ExecutionProvider for Recorder<P> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn start(&self) -> vinort::ir::Result<()> {
+        self.inner.start()
+    }
+    fn capability(
+        &self,
+        m: &vinort::Model,
+        offered: &[vinort::ir::NodeIndex],
+    ) -> vinort::ir::Result<vinort::ir::Capability> {
+        self.inner.capability(m, offered)
+    }
+    fn compile(
+        &self,
+        m: &vinort::Model,
+        p: &vinort::ir::PartitionDef,
+    ) -> vinort::ir::Result<Box<dyn vinort::ir::CompiledPartition>> {
+        Ok(Box::new(Recorded { inner: self.inner.compile(m, p)?, name: self.inner.name(), log: self.log.clone() }))
+    }
+}
+
+#[test]
+fn an_op_openvino_gets_wrong_splits_the_cnn_and_every_boundary_is_zero_copy() {
+    let log = std::sync::Arc::new(std::sync::Mutex::new(vec![]));
+    let ov = vinort::ir_openvino::OpenVinoProvider::new(
+        vinort::openvino::OpenVinoOptions::default().precision(Precision::Fp32),
+        None,
+    );
+    let cpu = vinort_cpu::CpuProvider::default();
+    let s = Runtime::load(model_dir("partition_cnn").join("model.onnx"))
+        .unwrap()
+        .providers([
+            Provider::new(Recorder { inner: ov, log: log.clone() }).error_on_failure(),
+            Provider::new(Recorder { inner: cpu, log: log.clone() }),
+        ])
+        .build()
+        .unwrap();
+    let plan = s.plan();
+    let providers: Vec<&str> = plan.partitions.iter().map(|p| p.provider.as_str()).collect();
+    assert_eq!(providers, ["OpenVino(CPU)", "Cpu", "OpenVino(CPU)"], "{plan}");
+    assert_eq!(plan.partitions[1].nodes, ["softmax_flattening"]);
+    let refusal = plan.refusals.iter().find(|r| r.node == "softmax_flattening").expect("the refusal is reported");
+    assert!(refusal.reason.contains("wrong results"), "{}", refusal.reason);
+
+    let data = model_dir("partition_cnn").join("test_data_set_0");
+    let (name, x) = read_pbs(&data, "input").remove(0);
+    let raw = x.to_vec::<f32>().unwrap();
+    let shape = x.shape().to_vec();
+    let out = s.run([(name.as_str(), vinort::TensorRef::from_slice(&shape, &raw).unwrap())]).unwrap();
+    let (_, want) = read_pbs(&data, "output").remove(0);
+    assert_close("output", &out[0], &want, 1e-4, 1e-6);
+
+    let log = log.lock().unwrap();
+    assert_eq!(log.len(), 3);
+    // The caller's buffer goes into OpenVINO as a host pointer, untouched.
+    assert_eq!(log[0].1, vec![raw.as_ptr() as usize]);
+    // OpenVINO wrote into the buffer the Cpu partition then reads, and back again.
+    assert_eq!(log[1].1[0], log[0].2[0]);
+    assert_eq!(log[2].1[0], log[1].2[0]);
+    // The caller receives the buffer OpenVINO wrote last.
+    assert_eq!(out[0].as_tensor().unwrap().data_ptr() as usize, log[2].2[0]);
+}
