@@ -1,0 +1,60 @@
+//! The `vinort` binary end to end: the main job, and what happens without OpenVINO.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn vinort() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_vinort"));
+    c.current_dir(repo());
+    c
+}
+
+/// A command that cannot find OpenVINO: no Python on PATH, no env var, no library path.
+fn without_openvino() -> Command {
+    let empty = std::env::temp_dir().join("vinort-empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let mut c = vinort();
+    c.env("PATH", &empty).env_remove("VINORT_OPENVINO_LIB").env_remove("LD_LIBRARY_PATH");
+    c
+}
+
+#[test]
+fn run_prints_plan_check_and_timing() {
+    let out = vinort()
+        .args(["run", "models/mobilenetv2_tiny/model.onnx", "-e", "cpu", "-r", "3", "--test-data"])
+        .arg("models/mobilenetv2_tiny/test_data_set_0")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("1 partition(s)") && text.contains("Cpu — 57 node(s)"), "{text}");
+    assert!(text.contains("check output_0 (probabilities): shape ok"), "{text}");
+    assert!(text.contains("session created in") && text.contains("median"), "{text}");
+}
+
+#[test]
+fn without_openvino_the_default_warns_and_runs_on_cpu() {
+    let out = without_openvino().args(["run", "models/bert_tiny/model.onnx", "-e", "openvino,cpu", "-r", "1"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("warning: provider OpenVino(CPU) skipped"), "{text}");
+    assert!(text.contains("pip install openvino==2026.4.1"), "{text}");
+    assert!(text.contains("Cpu — "), "{text}");
+}
+
+#[test]
+fn without_openvino_strict_fails_listing_every_place_searched() {
+    let out = without_openvino().args(["run", "models/bert_tiny/model.onnx", "-e", "openvino,cpu", "--strict"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    for want in ["VINORT_OPENVINO_LIB: not set", "python3 on PATH", "python3 -m pip install openvino==2026.4.1"] {
+        assert!(err.contains(want), "missing '{want}' in:\n{err}");
+    }
+    let out = without_openvino().arg("devices").output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("was not found"));
+}
