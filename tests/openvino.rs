@@ -142,17 +142,20 @@ fn a_device_that_is_not_here_is_skipped_with_a_reason_or_fails_on_request() {
     assert!(e.contains("NPU") && e.contains("not available"), "{e}");
 }
 
+/// `(provider, input pointers, output pointers)` per partition run.
+type Log = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<usize>, Vec<usize>)>>>;
+
 /// Records the data pointers entering and leaving each partition of the wrapped provider.
 #[derive(Debug)]
 struct Recorder<P> {
     inner: P,
-    log: std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<usize>, Vec<usize>)>>>,
+    log: Log,
 }
 
 struct Recorded {
     inner: Box<dyn vinort::ir::CompiledPartition>,
     name: String,
-    log: std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<usize>, Vec<usize>)>>>,
+    log: Log,
 }
 
 impl vinort::ir::CompiledPartition for Recorded {

@@ -38,7 +38,10 @@ fn run_prints_plan_check_and_timing() {
 
 #[test]
 fn without_openvino_the_default_warns_and_runs_on_cpu() {
-    let out = without_openvino().args(["run", "models/bert_tiny/model.onnx", "-e", "openvino,cpu", "-r", "1"]).output().unwrap();
+    let out = without_openvino()
+        .args(["run", "models/bert_tiny/model.onnx", "-e", "openvino,cpu", "-r", "1"])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("warning: provider OpenVino(CPU) skipped"), "{text}");
@@ -48,7 +51,10 @@ fn without_openvino_the_default_warns_and_runs_on_cpu() {
 
 #[test]
 fn without_openvino_strict_fails_listing_every_place_searched() {
-    let out = without_openvino().args(["run", "models/bert_tiny/model.onnx", "-e", "openvino,cpu", "--strict"]).output().unwrap();
+    let out = without_openvino()
+        .args(["run", "models/bert_tiny/model.onnx", "-e", "openvino,cpu", "--strict"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     for want in ["VINORT_OPENVINO_LIB: not set", "python3 on PATH", "python3 -m pip install openvino==2026.4.1"] {

@@ -17,6 +17,7 @@ pub(crate) fn node(op: &str, opset: i64, attrs: Vec<(&str, Attr)>, n_in: usize, 
         outputs: (0..n_out).map(|i| Some(ValueId(100 + i as u32))).collect(),
         implicit_inputs: vec![],
         attrs: attrs.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        proto: None,
     }
 }
 

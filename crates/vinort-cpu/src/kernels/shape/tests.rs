@@ -22,6 +22,7 @@ fn run(op: &str, opset: i64, attrs: Vec<(&str, Attr)>, inputs: Vec<Option<Value>
         outputs: (0..n_out).map(|i| Some(ValueId(100 + i as u32))).collect(),
         implicit_inputs: vec![],
         attrs: attrs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+        proto: None,
     };
     let f = r.find(&node).map_err(Error::unsupported)?;
     let info = NodeInfo {
@@ -247,6 +248,7 @@ fn shape_size_constant() {
         outputs: vec![Some(ValueId(0))],
         implicit_inputs: vec![],
         attrs: vec![("value".into(), Attr::Tensor(c.clone()))],
+        proto: None,
     };
     let info = NodeInfo { node: &node, inputs: vec![], consts: vec![], outputs: vec![ValueType::Unknown] };
     let k = r.find(&node).unwrap()(&info).unwrap();
