@@ -203,3 +203,46 @@ fn if_runs_the_chosen_branch_with_outer_scope_values() {
     assert_eq!(run(true), vec![2.0, 4.0, 6.0]);
     assert_eq!(run(false), vec![1.0, 4.0, 9.0]);
 }
+
+#[test]
+fn the_cost_rule_moves_a_tiny_cheap_partition_to_the_next_provider_but_keeps_heavy_ones() {
+    // y = Neg(Relu(Neg(x))) @ w: Relu is the only node `First` takes among cheap ops.
+    let g = |first_takes_matmul: bool| {
+        let mut graph = onnx::GraphProto {
+            name: Some("cost".into()),
+            node: vec![
+                node("Neg", "n1", &["x"], &["a"]),
+                node("Relu", "r", &["a"], &["b"]),
+                node("Neg", "n2", &["b"], &["c"]),
+                node("MatMul", "mm", &["c", "w"], &["y"]),
+            ],
+            input: vec![value_info("x", 1, &[2, 2])],
+            output: vec![value_info("y", 1, &[2, 2])],
+            ..Default::default()
+        };
+        graph.initializer.push(f32_tensor("w", &[2, 2], &[1.0, 0.0, 0.0, 1.0]));
+        let log = Arc::new(Mutex::new(vec![]));
+        let ops: &'static [&'static str] = if first_takes_matmul { &["Relu", "MatMul"] } else { &["Relu"] };
+        let first = Only { name: "First", ops, log };
+        Runtime::from_bytes(encode(&model(graph, 17)))
+            .unwrap()
+            .providers([Provider::new(first), vinort::Cpu::default().into()])
+            .build()
+            .unwrap()
+    };
+    let s = g(false);
+    let plan = s.plan();
+    assert_eq!(plan.partitions.len(), 1, "{plan}");
+    assert_eq!(plan.partitions[0].provider, "Cpu");
+    let r = plan.refusals.iter().find(|r| r.node == "r" && r.provider == "First").expect("refusal recorded");
+    assert!(r.reason.contains("cost rule"), "{}", r.reason);
+    let x = Tensor::from_vec(&[2, 2], vec![1f32, -2.0, 3.0, -4.0]).unwrap();
+    // Neg(Relu(Neg(x))) = -max(-x, 0) = min(x, 0)
+    assert_eq!(s.run([("x", x)]).unwrap()[0].as_tensor().unwrap().as_slice::<f32>().unwrap(), &[0.0, -2.0, 0.0, -4.0]);
+
+    // The MatMul is real work and stays on `First`; the lone Relu still moves, so the Cpu
+    // part is one partition instead of three.
+    let s = g(true);
+    let parts: Vec<(&str, usize)> = s.plan().partitions.iter().map(|p| (p.provider.as_str(), p.nodes.len())).collect();
+    assert_eq!(parts, [("Cpu", 3), ("First", 1)], "{}", s.plan());
+}

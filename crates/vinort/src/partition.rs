@@ -94,26 +94,62 @@ pub(crate) fn partition(
     vetoes: &HashMap<(usize, NodeIndex), String>,
 ) -> Result<(Vec<(usize, PartitionDef)>, PartitionPlan)> {
     let g = &model.graph;
-    let mut owner: HashMap<NodeIndex, usize> = HashMap::new();
-    let mut reasons: HashMap<NodeIndex, Vec<(String, String)>> = HashMap::new();
-    let mut plan = PartitionPlan::default();
-    for (pi, p) in providers.iter().enumerate() {
-        let offered: Vec<NodeIndex> = g.topo_order().iter().copied().filter(|n| !owner.contains_key(n)).collect();
-        if offered.is_empty() {
-            break;
+    // Every provider is asked about every node, so the cost rule below knows who else could
+    // run a node. Ownership still follows the user's order.
+    let all: Vec<NodeIndex> = g.topo_order().to_vec();
+    let mut claims: Vec<HashSet<NodeIndex>> = Vec::with_capacity(providers.len());
+    let mut refused: Vec<HashMap<NodeIndex, String>> = Vec::with_capacity(providers.len());
+    for p in providers {
+        let cap = p.capability(model, &all)?;
+        claims.push(cap.claimed.into_iter().collect());
+        refused.push(cap.refused.into_iter().collect());
+    }
+    let mut vetoes = vetoes.clone();
+    let (owner, groups) = loop {
+        let owner: HashMap<NodeIndex, usize> = all
+            .iter()
+            .filter_map(|n| {
+                (0..providers.len())
+                    .find(|pi| claims[*pi].contains(n) && !vetoes.contains_key(&(*pi, *n)))
+                    .map(|pi| (*n, pi))
+            })
+            .collect();
+        if owner.len() < all.len() {
+            break (owner, vec![]);
         }
-        let mut cap = p.capability(model, &offered)?;
-        let offered_set: HashSet<NodeIndex> = offered.iter().copied().collect();
-        for n in std::mem::take(&mut cap.claimed) {
-            if let Some(why) = vetoes.get(&(pi, n)) {
-                cap.refused.push((n, why.clone()));
-            } else if offered_set.contains(&n) {
-                owner.insert(n, pi);
+        let groups = convex_groups(model, &owner);
+        let mut changed = false;
+        if groups.len() > 1 {
+            for (pi, nodes) in &groups {
+                if worth_a_partition(model, nodes) {
+                    continue;
+                }
+                let movable = nodes.iter().all(|n| (pi + 1..providers.len()).any(|q| claims[q].contains(n)));
+                if movable {
+                    for n in nodes {
+                        let why = format!(
+                            "cost rule: a partition of {} cheap node(s) costs more in boundary hand-offs than it saves",
+                            nodes.len()
+                        );
+                        vetoes.insert((*pi, *n), why);
+                    }
+                    changed = true;
+                }
             }
         }
-        for (n, why) in cap.refused {
-            tracing::debug!(node = %g.node(n).name, provider = %p.name(), reason = %why, "refused");
-            reasons.entry(n).or_default().push((p.name(), why));
+        if !changed {
+            break (owner, groups);
+        }
+    };
+    let mut reasons: HashMap<NodeIndex, Vec<(String, String)>> = HashMap::new();
+    let mut plan = PartitionPlan::default();
+    for n in &all {
+        let upto = owner.get(n).copied().unwrap_or(providers.len());
+        for pi in 0..upto {
+            let why =
+                vetoes.get(&(pi, *n)).or_else(|| refused[pi].get(n)).cloned().unwrap_or_else(|| "not claimed".into());
+            tracing::debug!(node = %g.node(*n).name, provider = %providers[pi].name(), reason = %why, "refused");
+            reasons.entry(*n).or_default().push((providers[pi].name(), why));
         }
     }
     let unsupported: Vec<RefusedNode> = g
@@ -149,7 +185,6 @@ pub(crate) fn partition(
     }
     plan.refusals.sort_by(|a, b| a.node.cmp(&b.node));
 
-    let groups = convex_groups(model, &owner);
     let defs = groups.into_iter().map(|(pi, nodes)| (pi, boundary(model, nodes))).collect::<Vec<_>>();
     let whole = defs.len() == 1;
     let defs: Vec<(usize, PartitionDef)> = defs
@@ -175,6 +210,43 @@ pub(crate) fn partition(
         });
     }
     Ok((defs, plan))
+}
+
+/// Ops whose work dwarfs a partition boundary's cost.
+const HEAVY: &[&str] = &[
+    "Conv",
+    "ConvTranspose",
+    "ConvInteger",
+    "QLinearConv",
+    "MatMul",
+    "MatMulInteger",
+    "QLinearMatMul",
+    "Gemm",
+    "LSTM",
+    "GRU",
+    "RNN",
+    "Attention",
+    "Einsum",
+    "If",
+    "Loop",
+    "Scan",
+    "Resize",
+    "NonMaxSuppression",
+    "RoiAlign",
+];
+
+/// Nodes in a partition at or below which, with no heavy op among them, a partition does not
+/// pay for its boundaries.
+pub const MIN_CHEAP_PARTITION: usize = 3;
+
+/// The cost rule. Every partition boundary costs a synchronous hand-off (for OpenVINO an infer
+/// request round trip, tens of microseconds) while elementwise and shape-plumbing ops on a
+/// few tensors cost about as much on any provider. So a partition of at most
+/// [`MIN_CHEAP_PARTITION`] nodes with no heavy op (convolution, matrix product, recurrent,
+/// attention, control flow...) is not worth its boundaries when another partition exists and
+/// a later provider can run its nodes: they move there and join their neighbours.
+fn worth_a_partition(model: &Model, nodes: &[NodeIndex]) -> bool {
+    nodes.len() > MIN_CHEAP_PARTITION || nodes.iter().any(|n| HEAVY.contains(&model.graph.node(*n).op_type.as_str()))
 }
 
 /// Groups nodes into convex partitions per provider, greedily in topological order: a node

@@ -1,0 +1,90 @@
+//! OpenVINO provider benches: latency of the sample models under each provider list, and
+//! throughput of two threads on one session with `num_streams` 1 vs 2 (with 2 streams the two
+//! runs overlap instead of queueing on one infer request).
+//!
+//! `cargo bench --bench openvino` (needs OpenVINO; `scripts/test` or `scripts/py-env` installs it).
+
+use std::num::NonZeroU32;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use vinort::ir::tensor_proto::decode_tensor;
+use vinort::openvino::Precision;
+use vinort::{Cpu, OpenVino, Provider, Runtime, Session, Tensor};
+
+fn models() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models")
+}
+
+fn inputs(name: &str) -> Vec<(String, Tensor)> {
+    let dir = models().join(name).join("test_data_set_0");
+    (0..)
+        .map(|i| dir.join(format!("input_{i}.pb")))
+        .take_while(|p| p.exists())
+        .map(|p| decode_tensor(std::fs::read(&p).expect("readable input").into()).expect("valid TensorProto"))
+        .collect()
+}
+
+fn session(name: &str, providers: Vec<Provider>) -> Session {
+    Runtime::load(models().join(name).join("model.onnx"))
+        .expect("model loads")
+        .providers(providers)
+        .build()
+        .expect("session builds")
+}
+
+fn latency(c: &mut Criterion) {
+    for name in ["mobilenetv2_tiny", "bert_tiny", "partition_cnn"] {
+        let feeds = inputs(name);
+        let lists: [(&str, Vec<Provider>); 3] = [
+            (
+                "openvino-fp32+cpu",
+                vec![OpenVino::cpu().precision(Precision::Fp32).error_on_failure(), Cpu::default().into()],
+            ),
+            (
+                "openvino-default+cpu",
+                vec![OpenVino::cpu().precision(Precision::Default).error_on_failure(), Cpu::default().into()],
+            ),
+            ("cpu", vec![Cpu::default().into()]),
+        ];
+        for (label, providers) in lists {
+            let s = session(name, providers);
+            c.bench_function(&format!("{name}/{label}"), |b| {
+                b.iter(|| s.run(feeds.iter().map(|(n, t)| (n.as_str(), t))).expect("run succeeds"))
+            });
+        }
+    }
+}
+
+fn streams(c: &mut Criterion) {
+    let feeds = inputs("mobilenetv2_tiny");
+    for n in [1u32, 2] {
+        let ov = OpenVino::cpu().precision(Precision::Fp32).num_streams(NonZeroU32::new(n).expect("non-zero"));
+        let s = session("mobilenetv2_tiny", vec![ov.error_on_failure(), Cpu::default().into()]);
+        c.bench_function(&format!("mobilenetv2_tiny/2-threads/num_streams={n}"), |b| {
+            b.iter_custom(|iters| {
+                // Two threads share the iterations; elapsed time per pair of runs is what two
+                // concurrent callers see.
+                let start = Instant::now();
+                std::thread::scope(|scope| {
+                    for _ in 0..2 {
+                        scope.spawn(|| {
+                            for _ in 0..iters.div_ceil(2) {
+                                s.run(feeds.iter().map(|(n, t)| (n.as_str(), t))).expect("run succeeds");
+                            }
+                        });
+                    }
+                });
+                start.elapsed()
+            })
+        });
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    targets = latency, streams
+}
+criterion_main!(benches);
