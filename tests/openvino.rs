@@ -235,3 +235,98 @@ fn an_op_openvino_gets_wrong_splits_the_cnn_and_every_boundary_is_zero_copy() {
     // The caller receives the buffer OpenVINO wrote last.
     assert_eq!(out[0].as_tensor().unwrap().data_ptr() as usize, log[2].2[0]);
 }
+
+/// y = Relu(x) with x of shape [N, 4] (N symbolic).
+fn dynamic_relu() -> Vec<u8> {
+    use vinort::ir::proto::onnx;
+    let mut x = value_info("x", 1, &[0, 4]);
+    if let Some(onnx::type_proto::Value::TensorType(t)) = x.r#type.as_mut().and_then(|t| t.value.as_mut()) {
+        t.shape.as_mut().unwrap().dim[0].value = Some(onnx::tensor_shape_proto::dimension::Value::DimParam("N".into()));
+    }
+    let g = onnx::GraphProto {
+        name: Some("dyn".into()),
+        node: vec![node("Relu", "relu", &["x"], &["y"])],
+        input: vec![x],
+        output: vec![value_info("y", 1, &[])],
+        ..Default::default()
+    };
+    encode(&model(g, 17))
+}
+
+#[test]
+fn reshape_input_bounds_a_dynamic_input_and_dynamic_outputs_are_taken_over_safely() {
+    let ov = OpenVino::from_key_values([("precision", "FP32"), ("reshape_input", "x[1..8,4]")]).unwrap();
+    let s = Runtime::from_bytes(dynamic_relu())
+        .unwrap()
+        .providers([ov.error_on_failure(), Cpu::default().into()])
+        .build()
+        .unwrap();
+    let d = &s.plan().partitions[0].details;
+    assert!(d.contains("x{1..8,4}"), "the bounded shape reached OpenVINO (its notation): {d}");
+    let run = |n: usize| {
+        let x = vinort::Tensor::from_vec(&[n, 4], (0..4 * n).map(|i| i as f32 - 5.0).collect()).unwrap();
+        s.run([("x", x)]).unwrap().into_values().remove(0).into_tensor().unwrap()
+    };
+    let first = run(3);
+    let expect = |n: usize| (0..4 * n).map(|i| (i as f32 - 5.0).max(0.0)).collect::<Vec<f32>>();
+    assert_eq!(first.shape(), &[3, 4]);
+    assert_eq!(first.to_vec::<f32>().unwrap(), expect(3));
+    // Later runs must not write into the output a caller already holds.
+    let second = run(5);
+    let third = run(3);
+    assert_eq!(second.to_vec::<f32>().unwrap(), expect(5));
+    assert_eq!(third.to_vec::<f32>().unwrap(), expect(3));
+    assert_eq!(first.to_vec::<f32>().unwrap(), expect(3));
+    assert_ne!(first.data_ptr(), third.data_ptr());
+    // Outside the bounds OpenVINO refuses, and the error says so.
+    let x = vinort::Tensor::from_vec(&[9, 4], vec![0f32; 36]).unwrap();
+    assert!(s.run([("x", x)]).is_err());
+}
+
+#[test]
+fn layout_cache_dir_and_load_config_reach_openvino() {
+    let cache = tempfile::tempdir().unwrap();
+    let ov = OpenVino::from_key_values([
+        ("precision", "FP32"),
+        ("layout", "x[NC]"),
+        ("load_config", r#"{"CPU": {"INFERENCE_NUM_THREADS": "1", "NOT_A_PROPERTY": "x"}}"#),
+    ])
+    .unwrap()
+    .cache_dir(cache.path());
+    let s = Runtime::load(model_dir("mobilenetv2_tiny").join("model.onnx"))
+        .unwrap()
+        .providers([ov.error_on_failure(), Cpu::default().into()])
+        .build()
+        .unwrap();
+    let d = &s.plan().partitions[0].details;
+    assert!(d.contains("INFERENCE_NUM_THREADS=1"), "{d}");
+    let w = s.plan().warnings.join("\n");
+    assert!(w.contains("NOT_A_PROPERTY"), "unknown load_config keys are reported: {w}");
+    assert!(std::fs::read_dir(cache.path()).unwrap().next().is_some(), "OpenVINO wrote its cache");
+    check(&s, "mobilenetv2_tiny");
+
+    // A layout of the wrong rank is the user's error and names the option.
+    let bad = OpenVino::from_key_values([("layout", "x[NCHW]")]).unwrap();
+    let e =
+        Runtime::from_bytes(dynamic_relu()).unwrap().providers([bad.error_on_failure(), Cpu::default().into()]).build();
+    let e = e.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("layout x[NCHW]"), "{e}");
+}
+
+#[test]
+fn disable_dynamic_shapes_compiles_per_shape_with_a_bounded_cache() {
+    let ov = OpenVino::from_key_values([("precision", "FP32"), ("disable_dynamic_shapes", "true")]).unwrap();
+    let s = Runtime::from_bytes(dynamic_relu())
+        .unwrap()
+        .providers([ov.error_on_failure(), Cpu::default().into()])
+        .build()
+        .unwrap();
+    assert!(s.plan().partitions[0].details.contains("compiled per input shape"), "{}", s.plan());
+    // More distinct shapes than the cache holds, then the first again (recompiled after eviction).
+    for n in (1..=10).chain([1, 3]) {
+        let x = vinort::Tensor::from_vec(&[n, 4], (0..4 * n).map(|i| 2.0 - i as f32).collect()).unwrap();
+        let y = s.run([("x", x)]).unwrap().into_values().remove(0).into_tensor().unwrap();
+        assert_eq!(y.shape(), &[n, 4]);
+        assert_eq!(y.to_vec::<f32>().unwrap(), (0..4 * n).map(|i| (2.0 - i as f32).max(0.0)).collect::<Vec<_>>());
+    }
+}

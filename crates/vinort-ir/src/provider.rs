@@ -67,6 +67,11 @@ pub trait ExecutionProvider: Send + Sync + std::fmt::Debug {
         Ok(())
     }
 
+    /// Warnings about the provider's configuration (ignored options...), shown in the plan.
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Which of `offered` (nodes of the main graph) this provider can run.
     fn capability(&self, model: &Model, offered: &[NodeIndex]) -> Result<Capability>;
 

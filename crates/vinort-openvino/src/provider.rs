@@ -64,7 +64,14 @@ impl OpenVinoProvider {
             }
         }
         let props = CoreProps { available };
-        let resolved = self.options.compile_properties(&props).map_err(|e| e.to_string())?;
+        let mut resolved = self.options.compile_properties(&props).map_err(|e| e.to_string())?;
+        if self.options.enable_qdq_optimizer {
+            // Said, not silently dropped: ORT rewrites QDQ graphs for NPU here; vinort hands
+            // QDQ nodes to OpenVINO unchanged and OpenVINO's low-precision passes fuse them.
+            resolved.warnings.push(
+                "enable_qdq_optimizer: QDQ nodes are passed to OpenVINO unchanged (its low-precision transformations fuse them); no separate optimizer runs".into(),
+            );
+        }
         for w in &resolved.warnings {
             tracing::warn!(provider = "OpenVino", "{w}");
         }
@@ -193,6 +200,13 @@ impl ExecutionProvider for OpenVinoProvider {
         self.started().map(|_| ())
     }
 
+    fn warnings(&self) -> Vec<String> {
+        match self.started.get() {
+            Some(Ok(s)) => s.resolved.warnings.iter().map(|w| format!("{}: {w}", self.name())).collect(),
+            _ => vec![],
+        }
+    }
+
     fn capability(&self, model: &Model, offered: &[NodeIndex]) -> Result<Capability> {
         let s = self.started()?;
         let g = &model.graph;
@@ -228,17 +242,40 @@ impl ExecutionProvider for OpenVinoProvider {
             (Some(path), true) => core.read_model_from_file(path).ok(),
             _ => None,
         };
-        let attempt = (|| -> Result<CompiledModel> {
-            let m = match from_file {
+        let input_names: Vec<&str> = part.inputs.iter().map(|v| model.graph.value(*v).name.as_str()).collect();
+        let attempt = (|| -> Result<(ffi::OvModel, CompiledModel)> {
+            let mut m = match from_file {
                 Some(m) => m,
                 None => {
                     let bytes = partition_model(model, &part.nodes, &part.inputs, &part.outputs)?;
                     core.read_model_from_memory(&bytes).map_err(ov_err)?
                 }
             };
-            core.compile(&m, &s.resolved.device, &props).map_err(ov_err)
+            // reshape_input and layout name model inputs; they apply to the partitions those
+            // inputs enter.
+            if let Some(r) = &self.options.reshape_input {
+                for shape in r.inputs.iter().filter(|i| input_names.contains(&i.name.as_str())) {
+                    m.reshape_input(&shape.name, &ov_dims(&shape.dims)).map_err(|e| {
+                        Error::invalid(format!("reshape_input {}{}: {e}", shape.name, shape.partial_shape()))
+                    })?;
+                }
+            }
+            if let Some(l) = &self.options.layout {
+                for (name, layout) in l.entries.iter().filter(|(n, _)| input_names.contains(&n.as_str())) {
+                    m = m
+                        .with_input_layout(name, layout.as_str())
+                        .map_err(|e| Error::invalid(format!("layout {name}[{layout}]: {e}")))?;
+                }
+            }
+            let c = core.compile(&m, &s.resolved.device, &props).map_err(ov_err)?;
+            Ok((m, c))
         })();
-        let compiled = match attempt {
+        let attempt = match attempt {
+            // A bad reshape_input/layout is the user's error, not the nodes' fault.
+            Err(Error::Invalid(msg)) => return Err(Error::Invalid(msg)),
+            other => other,
+        };
+        let (template, compiled) = match attempt {
             Ok(c) => c,
             Err(e) => {
                 // Find the nodes to blame: probe each alone; if none fails alone, the partition
@@ -286,10 +323,12 @@ impl ExecutionProvider for OpenVinoProvider {
                 effective.push((key.to_owned(), v));
             }
         }
+        let shapes: Vec<String> = inputs.iter().zip(&input_names).map(|(p, n)| format!("{n}{}", p.partial)).collect();
         let describe = format!(
-            "OpenVINO {} on {}; {}; {} infer request(s); {}",
+            "OpenVINO {} on {}; inputs {}; {}; {} infer request(s); {}",
             s.version,
             s.resolved.device,
+            shapes.join(" "),
             if from_file_used(model, part) {
                 "compiled from the model file"
             } else {
@@ -299,15 +338,37 @@ impl ExecutionProvider for OpenVinoProvider {
             effective.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
         );
         tracing::info!(partition = %describe, "OpenVINO partition compiled");
+        let dynamic = inputs.iter().any(|p| p.static_shape().is_none());
+        let per_shape = (self.options.disable_dynamic_shapes && dynamic).then(|| PerShape {
+            template: Mutex::new(template),
+            names: input_names.iter().map(|n| n.to_string()).collect(),
+            device: s.resolved.device.clone(),
+            props: props.clone(),
+            cache: Mutex::new(vec![]),
+        });
         Ok(Box::new(OvPartition {
-            compiled: Arc::new(compiled),
-            inputs,
-            outputs,
-            pool: Pool { free: Mutex::new(vec![]), cv: Condvar::new(), created: Mutex::new(0), max: pool_size },
-            describe,
+            fixed: Arc::new(Compiled::new(compiled, inputs, outputs, pool_size)),
+            per_shape,
+            describe: if self.options.disable_dynamic_shapes && dynamic {
+                format!("{describe}; disable_dynamic_shapes: compiled per input shape, last {SHAPE_CACHE} kept")
+            } else {
+                describe
+            },
             effective,
         }))
     }
+}
+
+/// `reshape_input` dims as OpenVINO `(min, max)` pairs (`-1` max: unbounded).
+fn ov_dims(dims: &[crate::options::Dim]) -> Vec<(i64, i64)> {
+    use crate::options::Dim;
+    dims.iter()
+        .map(|d| match d {
+            Dim::Fixed(n) => (*n as i64, *n as i64),
+            Dim::Bounded { min, max } => (*min as i64, *max as i64),
+            Dim::Dynamic => (0, -1),
+        })
+        .collect()
 }
 
 fn from_file_used(model: &Model, part: &PartitionDef) -> bool {
@@ -337,12 +398,68 @@ struct Pool {
     max: usize,
 }
 
-/// A compiled OpenVINO partition with its pool of infer requests.
-pub struct OvPartition {
-    compiled: Arc<CompiledModel>,
+/// How many shape-specialised compilations a `disable_dynamic_shapes` partition keeps: the
+/// cache is bounded (least recently used goes first) so varying shapes cannot grow memory
+/// without end.
+pub const SHAPE_CACHE: usize = 8;
+
+/// A compiled model with its ports and pool of infer requests.
+struct Compiled {
+    compiled: CompiledModel,
     inputs: Vec<PortInfo>,
     outputs: Vec<PortInfo>,
     pool: Pool,
+}
+
+/// The concrete input shapes a compilation is specialised to.
+type ShapeKey = Vec<Vec<usize>>;
+
+/// `disable_dynamic_shapes`: the read model, re-shaped to each run's concrete input shapes and
+/// compiled once per shape signature.
+struct PerShape {
+    template: Mutex<ffi::OvModel>,
+    names: Vec<String>,
+    device: String,
+    props: Vec<(String, String)>,
+    /// Most recently used first.
+    cache: Mutex<Vec<(ShapeKey, Arc<Compiled>)>>,
+}
+
+impl PerShape {
+    fn get(&self, shapes: Vec<Vec<usize>>, pool_size: usize) -> Result<Arc<Compiled>> {
+        {
+            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(pos) = cache.iter().position(|(k, _)| *k == shapes) {
+                let hit = cache.remove(pos);
+                let c = hit.1.clone();
+                cache.insert(0, hit);
+                return Ok(c);
+            }
+        }
+        let err = |e: ffi::OvError| Error::invalid(e.to_string());
+        let compiled = {
+            let model = self.template.lock().unwrap_or_else(|p| p.into_inner());
+            for (name, shape) in self.names.iter().zip(&shapes) {
+                let dims: Vec<(i64, i64)> = shape.iter().map(|d| (*d as i64, *d as i64)).collect();
+                model.reshape_input(name, &dims).map_err(err)?;
+            }
+            let core = ffi::core().map_err(Error::unsupported)?;
+            core.compile(&model, &self.device, &self.props).map_err(err)?
+        };
+        let inputs = compiled.inputs().map_err(err)?;
+        let outputs = compiled.outputs().map_err(err)?;
+        let c = Arc::new(Compiled::new(compiled, inputs, outputs, pool_size));
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        cache.insert(0, (shapes, c.clone()));
+        cache.truncate(SHAPE_CACHE);
+        Ok(c)
+    }
+}
+
+/// A compiled OpenVINO partition.
+pub struct OvPartition {
+    fixed: Arc<Compiled>,
+    per_shape: Option<PerShape>,
     describe: String,
     effective: Vec<(String, String)>,
 }
@@ -351,6 +468,17 @@ impl OvPartition {
     /// Properties read back from the compiled model.
     pub fn effective_properties(&self) -> &[(String, String)] {
         &self.effective
+    }
+}
+
+impl Compiled {
+    fn new(compiled: CompiledModel, inputs: Vec<PortInfo>, outputs: Vec<PortInfo>, max: usize) -> Compiled {
+        Compiled {
+            compiled,
+            inputs,
+            outputs,
+            pool: Pool { free: Mutex::new(vec![]), cv: Condvar::new(), created: Mutex::new(0), max },
+        }
     }
 
     fn take(&self) -> Result<Slot> {
@@ -453,11 +581,19 @@ impl OvPartition {
 
 impl CompiledPartition for OvPartition {
     fn run(&self, inputs: &[&Value], _ctx: &RunContext) -> Result<Vec<Value>> {
-        let mut slot = self.take()?;
-        let r = self.infer(&mut slot, inputs);
+        let c = match &self.per_shape {
+            Some(ps) => {
+                let shapes =
+                    inputs.iter().map(|v| v.as_tensor().map(|t| t.shape().to_vec())).collect::<Result<Vec<_>>>()?;
+                ps.get(shapes, self.fixed.pool.max)?
+            }
+            None => self.fixed.clone(),
+        };
+        let mut slot = c.take()?;
+        let r = c.infer(&mut slot, inputs);
         // Host pointers of this run's inputs stay bound in the slot; they are re-bound (see
         // `fresh`) before the slot infers again, so none is read after its run.
-        self.give_back(slot);
+        c.give_back(slot);
         r
     }
 

@@ -58,7 +58,10 @@ impl SessionBuilder {
         let mut warnings = vec![];
         for p in &providers {
             match p.ep.start() {
-                Ok(()) => started.push(p.ep.clone()),
+                Ok(()) => {
+                    warnings.extend(p.ep.warnings());
+                    started.push(p.ep.clone());
+                }
                 Err(e) if p.error_on_failure => {
                     return Err(Error::ProviderUnavailable { provider: p.name(), reason: e.to_string() });
                 }
