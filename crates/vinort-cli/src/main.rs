@@ -62,6 +62,28 @@ enum Cmd {
     },
     /// The OpenVINO version and devices, or where the library was looked for.
     Devices,
+    /// Run ONNX test-case folders (model.onnx + test_data_set_N/input_K.pb, output_K.pb), like
+    /// onnx_test_runner: one line per case, then "N passed, M failed".
+    Test {
+        /// Case folders, or folders of case folders.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Providers in priority order, comma separated.
+        #[arg(short = 'e', long, default_value = "openvino,cpu")]
+        providers: String,
+        /// OpenVINO options as "key|value key|value".
+        #[arg(short = 'i', long, default_value = "")]
+        options: String,
+        /// Fail instead of skipping a provider that cannot start.
+        #[arg(long)]
+        strict: bool,
+        /// Relative tolerance (default 1e-3): |got - ref| <= atol + rtol * |ref|.
+        #[arg(long, default_value_t = 1e-3)]
+        rtol: f64,
+        /// Absolute tolerance (default 1e-7).
+        #[arg(long, default_value_t = 1e-7)]
+        atol: f64,
+    },
 }
 
 /// Providers from `-e openvino,cpu`, with `-i "key|value key|value"` options for OpenVINO
@@ -262,6 +284,26 @@ fn main() -> Result<()> {
             runs,
             seed,
         }),
+        Cmd::Test { dirs, providers: list, options, strict, rtol, atol } => {
+            // One provider list for every case: a typo is one error, and OpenVINO starts once.
+            let list = providers(&list, &options, strict)?;
+            let cases = vinort::testcase::discover(&dirs)?;
+            let tol = vinort::testcase::Tolerance { rtol, atol };
+            let mut outcomes = Vec::with_capacity(cases.len());
+            for case in &cases {
+                let o = vinort::testcase::run_case(case, || list.clone(), tol);
+                println!("{}", vinort::testcase::format_line(&o));
+                outcomes.push(o);
+            }
+            println!("{}", vinort::testcase::summary_line(&outcomes));
+            let failed = outcomes
+                .iter()
+                .any(|o| matches!(o.status, vinort::testcase::Status::Fail(_) | vinort::testcase::Status::Error(_)));
+            if failed {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Cmd::Devices => match vinort::openvino::devices() {
             Ok((version, devices)) => {
                 println!("OpenVINO {version}");

@@ -3,12 +3,22 @@
 use crate::kernel::Registry;
 
 pub mod control;
+#[cfg(feature = "k-attention")]
+pub mod attention;
 #[cfg(feature = "k-elementwise")]
 pub mod elementwise;
+#[cfg(feature = "k-image")]
+pub mod image;
 #[cfg(feature = "k-linalg")]
 pub mod linalg;
+#[cfg(feature = "k-loss")]
+pub mod loss;
 #[cfg(feature = "k-norm")]
 pub mod norm;
+#[cfg(feature = "k-quant")]
+pub mod quant;
+#[cfg(feature = "k-sequence")]
+pub mod sequence;
 #[cfg(feature = "k-shape")]
 pub mod shape;
 
@@ -24,5 +34,15 @@ pub fn registry() -> Registry {
     norm::register(&mut r);
     #[cfg(feature = "k-shape")]
     shape::register(&mut r);
+    #[cfg(feature = "k-attention")]
+    attention::register(&mut r);
+    #[cfg(feature = "k-image")]
+    image::register(&mut r);
+    #[cfg(feature = "k-loss")]
+    loss::register(&mut r);
+    #[cfg(feature = "k-quant")]
+    quant::register(&mut r);
+    #[cfg(feature = "k-sequence")]
+    sequence::register(&mut r);
     r
 }

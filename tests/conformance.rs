@@ -1,0 +1,209 @@
+//! The ONNX backend node tests (onnx 1.23.2, 1,884 cases) under `[Cpu]` and
+//! `[OpenVino(CPU, FP32), Cpu]`, checked against the expected outcomes recorded in
+//! `tests/conformance/expected.tsv` (case, provider list, status, reason). Any regression and
+//! any unexpected pass fails, so the file stays true.
+//!
+//! Data: `scripts/gen-node-tests` (run by `scripts/test`) writes the cases to
+//! `tests/data/node` (or `$VINORT_NODE_TESTS`). Regenerate the expectations and
+//! `docs/conformance.md` after real progress with `scripts/conformance --update`.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use vinort::openvino::Precision;
+use vinort::testcase::{CaseOutcome, Status, TestCase, Tolerance, discover, run_case};
+use vinort::{Cpu, OpenVino, Provider};
+
+const LISTS: [&str; 2] = ["cpu", "openvino-fp32,cpu"];
+
+fn providers(list: &str) -> Vec<Provider> {
+    match list {
+        "cpu" => vec![Cpu::default().into()],
+        _ => vec![OpenVino::cpu().precision(Precision::Fp32).error_on_failure(), Cpu::default().into()],
+    }
+}
+
+fn node_dir() -> PathBuf {
+    std::env::var_os("VINORT_NODE_TESTS").map(PathBuf::from).unwrap_or_else(|| common::repo().join("tests/data/node"))
+}
+
+fn expected_file() -> PathBuf {
+    common::repo().join("tests/conformance/expected.tsv")
+}
+
+/// `(case, list) -> (status, reason)` for every non-pass.
+fn read_expected() -> BTreeMap<(String, String), (String, String)> {
+    let text = std::fs::read_to_string(expected_file()).unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.splitn(4, '\t').collect();
+            assert!(f.len() == 4, "malformed line in expected.tsv: {l}");
+            ((f[0].to_owned(), f[1].to_owned()), (f[2].to_owned(), f[3].to_owned()))
+        })
+        .collect()
+}
+
+fn status_word(s: &Status) -> (&'static str, String) {
+    match s {
+        Status::Pass => ("pass", String::new()),
+        Status::Fail(m) => ("fail", m.clone()),
+        Status::Error(m) => ("error", m.clone()),
+        Status::Skip(m) => ("skip", m.clone()),
+    }
+}
+
+fn run_list(list: &str, cases: &[TestCase]) -> Vec<CaseOutcome> {
+    cases.iter().map(|c| run_case(c, || providers(list), Tolerance::default())).collect()
+}
+
+fn cases() -> Vec<TestCase> {
+    let dir = node_dir();
+    assert!(
+        dir.join(".complete").exists(),
+        "ONNX node test data missing at {}: run scripts/gen-node-tests (scripts/test does)",
+        dir.display()
+    );
+    let cases = discover(&[dir]).expect("test cases");
+    assert_eq!(cases.len(), 1884, "onnx 1.23.2 has 1,884 node cases");
+    cases
+}
+
+fn check_list(list: &str) {
+    let cases = cases();
+    let outcomes = run_list(list, &cases);
+    let expected = read_expected();
+    let mut regressions = vec![];
+    let mut unexpected_passes = vec![];
+    for o in &outcomes {
+        let (word, msg) = status_word(&o.status);
+        match (expected.get(&(o.name.clone(), list.to_owned())), word) {
+            (None, "pass") => {}
+            (None, _) => {
+                regressions.push(format!("{} [{list}]: expected pass, got {word}: {}", o.name, first_line(&msg)))
+            }
+            (Some(_), "pass") => unexpected_passes.push(format!("{} [{list}]", o.name)),
+            (Some((want, _)), got) if want != got => {
+                regressions.push(format!("{} [{list}]: expected {want}, got {got}: {}", o.name, first_line(&msg)))
+            }
+            _ => {}
+        }
+    }
+    let passed = outcomes.iter().filter(|o| matches!(o.status, Status::Pass)).count();
+    println!("[{list}] {passed} passed, {} failed", outcomes.len() - passed);
+    assert!(
+        regressions.is_empty() && unexpected_passes.is_empty(),
+        "[{list}] {} regression(s):\n{}\n{} unexpected pass(es) (update tests/conformance/expected.tsv with scripts/conformance --update):\n{}",
+        regressions.len(),
+        regressions.join("\n"),
+        unexpected_passes.len(),
+        unexpected_passes.join("\n")
+    );
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").chars().take(300).collect()
+}
+
+#[test]
+fn node_tests_on_cpu() {
+    if std::env::var_os("VINORT_UPDATE_EXPECTED").is_some() {
+        return; // `update` below rewrites the expectations instead.
+    }
+    check_list("cpu");
+}
+
+#[test]
+fn node_tests_on_openvino_then_cpu() {
+    if std::env::var_os("VINORT_UPDATE_EXPECTED").is_some() {
+        return;
+    }
+    check_list("openvino-fp32,cpu");
+}
+
+/// With `VINORT_UPDATE_EXPECTED=1`: runs both lists, rewrites `expected.tsv` and
+/// `docs/conformance.md`. Otherwise does nothing.
+#[test]
+fn update() {
+    if std::env::var_os("VINORT_UPDATE_EXPECTED").is_none() {
+        return;
+    }
+    let cases = cases();
+    let results: Vec<(&str, Vec<CaseOutcome>)> = LISTS.iter().map(|l| (*l, run_list(l, &cases))).collect();
+    let mut tsv = String::from(
+        "# Expected non-pass outcomes of the ONNX node tests (onnx 1.23.2). A case/list missing here must pass.\n\
+         # Regenerate with scripts/conformance --update after real progress.\n# case\tproviders\tstatus\treason\n",
+    );
+    for (list, outs) in &results {
+        for o in outs {
+            let (word, msg) = status_word(&o.status);
+            if word != "pass" {
+                tsv.push_str(&format!("{}\t{list}\t{word}\t{}\n", o.name, first_line(&msg).replace('\t', " ")));
+            }
+        }
+    }
+    std::fs::write(expected_file(), tsv).expect("write expected.tsv");
+    std::fs::write(common::repo().join("docs/conformance.md"), conformance_doc(&cases, &results)).expect("write docs");
+}
+
+/// The per-op table: op types of each case's model (main graph), pass counts per list, and
+/// which providers ran the op's nodes under `[OpenVino, Cpu]`.
+fn conformance_doc(cases: &[TestCase], results: &[(&str, Vec<CaseOutcome>)]) -> String {
+    let ops_of = |c: &TestCase| -> BTreeSet<String> {
+        vinort::Model::load(c.dir.join("model.onnx"))
+            .map(|m| m.graph.node_indices().map(|n| m.graph.node(n).qualified_op()).collect())
+            .unwrap_or_default()
+    };
+    // A case counts for the op its name starts with when that op is in its model; otherwise for
+    // every op in it (expanded function cases contain many).
+    let mut per_op: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, c) in cases.iter().enumerate() {
+        let ops = ops_of(c);
+        let main = ops
+            .iter()
+            .filter(|op| c.name.to_ascii_lowercase().starts_with(&format!("test_{}", op.to_ascii_lowercase())))
+            .max_by_key(|op| op.len())
+            .cloned();
+        for op in main.map(|m| vec![m]).unwrap_or_else(|| ops.into_iter().collect()) {
+            per_op.entry(op).or_default().push(i);
+        }
+    }
+    let passed = |list: usize, i: usize| matches!(results[list].1[i].status, Status::Pass);
+    let total = cases.len();
+    let p0 = (0..total).filter(|i| passed(0, *i)).count();
+    let p1 = (0..total).filter(|i| passed(1, *i)).count();
+    let mut out = format!(
+        "# Conformance: ONNX backend node tests\n\n\
+         Generated by `scripts/conformance --update` from one run of the {total} node cases of onnx 1.23.2\n\
+         (tolerance rtol 1e-3, atol 1e-7, NaN equal; random ops checked on shape, dtype and range only).\n\n\
+         | provider list | passed | of |\n|---|---|---|\n| `[Cpu]` | **{p0}** | {total} |\n| `[OpenVino(CPU, FP32), Cpu]` | **{p1}** | {total} |\n\n\
+         ## Per op\n\nExecuted by: the providers that ran the op's nodes in passing or failing runs under `[OpenVino, Cpu]`.\n\n\
+         | op | cases | `[Cpu]` | `[OpenVino, Cpu]` | executed by |\n|---|---|---|---|---|\n"
+    );
+    for (op, idx) in &per_op {
+        let a = idx.iter().filter(|i| passed(0, **i)).count();
+        let b = idx.iter().filter(|i| passed(1, **i)).count();
+        let mut by: BTreeSet<String> = BTreeSet::new();
+        for i in idx {
+            for (prov, ops) in &results[1].1[*i].providers_used {
+                if ops.iter().any(|o| o == op) {
+                    by.insert(prov.clone());
+                }
+            }
+        }
+        let by = if by.is_empty() { "—".to_owned() } else { by.into_iter().collect::<Vec<_>>().join(", ") };
+        out.push_str(&format!("| {op} | {} | {a} | {b} | {by} |\n", idx.len()));
+    }
+    out.push_str("\n## Failures and reasons\n\nThe same list as `tests/conformance/expected.tsv`.\n\n| case | providers | status | reason |\n|---|---|---|---|\n");
+    for (list, outs) in results {
+        for o in outs {
+            let (word, msg) = status_word(&o.status);
+            if word != "pass" {
+                out.push_str(&format!("| {} | {list} | {word} | {} |\n", o.name, first_line(&msg).replace('|', "\\|")));
+            }
+        }
+    }
+    out
+}
