@@ -540,42 +540,22 @@ impl OvTensor {
     /// `data` must stay valid (and, for outputs, writable and not otherwise accessed) for as
     /// long as OpenVINO may use this tensor: until it is unbound or the request is dropped.
     pub unsafe fn from_host_ptr(dtype: DType, shape: &[usize], data: *const u8) -> OvResult<OvTensor> {
-        let et = to_ov_type(dtype).ok_or_else(|| OvError {
-            call: "(tensor)",
-            status: -1,
-            message: format!("OpenVINO has no element type for {dtype}"),
-        })?;
-        let dims: Vec<i64> = shape.iter().map(|d| *d as i64).collect();
-        let mut s = sys::ov_shape_t { rank: 0, dims: ptr::null_mut() };
-        // SAFETY: dims valid for rank entries; s freed below.
-        check("ov_shape_create", unsafe { sys::ov_shape_create(dims.len() as i64, dims.as_ptr(), &mut s) })?;
+        let (et, s) = (element_type(dtype)?, OvShape::new(shape)?);
         let mut t = ptr::null_mut();
         // SAFETY: caller guarantees `data`; OpenVINO takes the shape by value (copies dims).
-        let st = unsafe { sys::ov_tensor_create_from_host_ptr(et, s, data as *mut c_void, &mut t) };
-        // SAFETY: s came from ov_shape_create.
-        unsafe { sys::ov_shape_free(&mut s) };
-        check("ov_tensor_create_from_host_ptr", st)?;
+        check("ov_tensor_create_from_host_ptr", unsafe {
+            sys::ov_tensor_create_from_host_ptr(et, s.0, data as *mut c_void, &mut t)
+        })?;
         Ok(OvTensor { raw: t })
     }
 
     /// A tensor OpenVINO allocates (used as the next output buffer after a dynamically
     /// shaped output was taken over).
     pub fn allocate(dtype: DType, shape: &[usize]) -> OvResult<OvTensor> {
-        let et = to_ov_type(dtype).ok_or_else(|| OvError {
-            call: "(tensor)",
-            status: -1,
-            message: format!("OpenVINO has no element type for {dtype}"),
-        })?;
-        let dims: Vec<i64> = shape.iter().map(|d| *d as i64).collect();
-        let mut s = sys::ov_shape_t { rank: 0, dims: ptr::null_mut() };
-        // SAFETY: dims valid for rank entries; s freed below.
-        check("ov_shape_create", unsafe { sys::ov_shape_create(dims.len() as i64, dims.as_ptr(), &mut s) })?;
+        let (et, s) = (element_type(dtype)?, OvShape::new(shape)?);
         let mut t = ptr::null_mut();
-        // SAFETY: valid shape and out-parameter.
-        let st = unsafe { sys::ov_tensor_create(et, s, &mut t) };
-        // SAFETY: s came from ov_shape_create.
-        unsafe { sys::ov_shape_free(&mut s) };
-        check("ov_tensor_create", st)?;
+        // SAFETY: valid shape (copied by OpenVINO) and out-parameter.
+        check("ov_tensor_create", unsafe { sys::ov_tensor_create(et, s.0, &mut t) })?;
         Ok(OvTensor { raw: t })
     }
 
@@ -603,6 +583,34 @@ impl OvTensor {
         check("ov_tensor_get_byte_size", unsafe { sys::ov_tensor_get_byte_size(self.raw, &mut n) })?;
         Ok((p as *const u8, n))
     }
+}
+
+/// An `ov_shape_t` owned for the duration of one call.
+struct OvShape(sys::ov_shape_t);
+
+impl OvShape {
+    fn new(shape: &[usize]) -> OvResult<OvShape> {
+        let dims: Vec<i64> = shape.iter().map(|d| *d as i64).collect();
+        let mut s = sys::ov_shape_t { rank: 0, dims: ptr::null_mut() };
+        // SAFETY: dims valid for rank entries; OpenVINO copies them into `s`.
+        check("ov_shape_create", unsafe { sys::ov_shape_create(dims.len() as i64, dims.as_ptr(), &mut s) })?;
+        Ok(OvShape(s))
+    }
+}
+
+impl Drop for OvShape {
+    fn drop(&mut self) {
+        // SAFETY: created by ov_shape_create, freed once.
+        unsafe { sys::ov_shape_free(&mut self.0) };
+    }
+}
+
+fn element_type(dtype: DType) -> OvResult<sys::ov_element_type_e> {
+    to_ov_type(dtype).ok_or_else(|| OvError {
+        call: "(tensor)",
+        status: -1,
+        message: format!("OpenVINO has no element type for {dtype}"),
+    })
 }
 
 /// An OpenVINO output tensor kept alive as the owner of vinort tensor bytes, so a
