@@ -2,9 +2,9 @@
 
 use crate::kernel::Registry;
 
-pub mod control;
 #[cfg(feature = "k-attention")]
 pub mod attention;
+pub mod control;
 #[cfg(feature = "k-elementwise")]
 pub mod elementwise;
 #[cfg(feature = "k-image")]
