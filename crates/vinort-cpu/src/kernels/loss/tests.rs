@@ -1,0 +1,248 @@
+//! ONNX node tests of this family's ops, and checks against naive references.
+
+use std::path::Path;
+
+use proptest::prelude::*;
+use vinort_ir::{DType, Model, RunContext, Tensor, Value};
+
+use super::einsum::einsum_for_test;
+use super::nll::{LossAttrs, Reduction, log_softmax_axis1, nll};
+
+/// Name prefixes of the node tests of this family's ops.
+const PREFIXES: &[&str] = &[
+    "test_nllloss_",
+    "test_sce_",
+    "test_einsum_",
+    "test_cumprod_",
+    "test_det_",
+    "test_unique_",
+    "test_bitcast_",
+    "test_maxunpool_",
+    "test_momentum",
+    "test_nesterov_momentum",
+    "test_adagrad",
+    "test_adam",
+    "test_tensorscatter",
+];
+
+/// Cases expected to fail, with the reason.
+const KNOWN_FAILURES: &[(&str, &str)] = &[];
+
+fn close(got: &Tensor, want: &Tensor) -> Result<(), String> {
+    if got.dtype() != want.dtype() || got.shape() != want.shape() {
+        return Err(format!("got {got:?}, want {want:?}"));
+    }
+    if want.dtype().is_float() {
+        let (g, w) = (got.to_f64_vec().map_err(|e| e.to_string())?, want.to_f64_vec().map_err(|e| e.to_string())?);
+        for (i, (g, w)) in g.iter().zip(&w).enumerate() {
+            let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= 1e-7 + 1e-3 * w.abs();
+            if !ok {
+                return Err(format!("element {i}: got {g}, want {w}"));
+            }
+        }
+        Ok(())
+    } else if got.as_bytes() == want.as_bytes() {
+        Ok(())
+    } else {
+        Err(format!("{got:?} bytes differ"))
+    }
+}
+
+fn run_case(dir: &Path) -> Result<(), String> {
+    let s = |e: vinort_ir::Error| e.to_string();
+    let m = Model::load(dir.join("model.onnx")).map_err(s)?;
+    let g = &m.graph;
+    let plan = crate::provider::compile_nodes(g, g.topo_order(), g.inputs(), g.outputs()).map_err(s)?;
+    let mut sets: Vec<_> =
+        std::fs::read_dir(dir).map_err(|e| e.to_string())?.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    sets.sort();
+    for set in sets {
+        let read = |name: String| -> Result<Tensor, String> {
+            let bytes = std::fs::read(set.join(name)).map_err(|e| e.to_string())?;
+            Ok(vinort_ir::tensor_proto::decode_tensor(bytes.into()).map_err(s)?.1.to_aligned())
+        };
+        let inputs: Vec<Value> =
+            (0..g.inputs().len()).map(|i| read(format!("input_{i}.pb")).map(Value::from)).collect::<Result<_, _>>()?;
+        let refs: Vec<&Value> = inputs.iter().collect();
+        let outs = plan.run(&refs, &RunContext::default()).map_err(s)?;
+        let n_want = (0..).take_while(|i| set.join(format!("output_{i}.pb")).exists()).count();
+        if outs.len() != n_want {
+            return Err(format!("{} outputs, want {n_want}", outs.len()));
+        }
+        for (i, o) in outs.iter().enumerate() {
+            let want = read(format!("output_{i}.pb"))?;
+            close(o.as_tensor().map_err(s)?, &want).map_err(|e| format!("output {i}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn onnx_node_tests() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/node");
+    if !root.exists() {
+        println!("{} does not exist: node tests skipped", root.display());
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(&root) else { return };
+    let mut dirs: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| PREFIXES.iter().any(|p| n.starts_with(p)) && !n.ends_with("_expanded"))
+        .collect();
+    dirs.sort();
+    let (mut passed, mut failed) = (0, Vec::new());
+    for d in &dirs {
+        match run_case(&root.join(d)) {
+            Ok(()) => passed += 1,
+            Err(e) => {
+                println!("FAIL {d}: {e}");
+                failed.push(d.clone());
+            }
+        }
+    }
+    println!("{passed} passed, {} failed", failed.len());
+    let unexpected: Vec<&String> = failed.iter().filter(|d| !KNOWN_FAILURES.iter().any(|(k, _)| k == d)).collect();
+    assert!(unexpected.is_empty(), "unexpected failures: {unexpected:?}");
+}
+
+// ---------------------------------------------------------------- naive references
+
+fn f32t(shape: &[usize], v: &[f64]) -> Tensor {
+    Tensor::build::<f32>(shape, |o| o.iter_mut().zip(v).for_each(|(o, v)| *o = *v as f32))
+}
+
+/// The loss of one (n, c, d) position by the textbook formula.
+fn naive_nll(
+    x: &[f64],
+    (n, c, d): (usize, usize, usize),
+    t: &[i64],
+    w: Option<&[f64]>,
+    ii: Option<i64>,
+    red: Reduction,
+) -> Vec<f64> {
+    let mut l = Vec::new();
+    let mut den = 0.0;
+    for b in 0..n {
+        for j in 0..d {
+            let k = t[b * d + j];
+            if Some(k) == ii {
+                l.push(0.0);
+                continue;
+            }
+            let wt = w.map_or(1.0, |w| w[k as usize]);
+            l.push(-wt * x[(b * c + k as usize) * d + j]);
+            den += wt;
+        }
+    }
+    match red {
+        Reduction::None => l,
+        Reduction::Sum => vec![l.iter().sum()],
+        Reduction::Mean => vec![l.iter().sum::<f64>() / den],
+    }
+}
+
+fn reduction() -> impl Strategy<Value = Reduction> {
+    prop_oneof![Just(Reduction::None), Just(Reduction::Sum), Just(Reduction::Mean)]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn nll_matches_naive(
+        n in 1usize..4, c in 1usize..5, d in 1usize..4, seed in any::<u64>(),
+        red in reduction(), use_w in any::<bool>(), ii in prop::option::of(0i64..5),
+    ) {
+        use rand::{Rng, SeedableRng};
+        let mut r = rand::rngs::StdRng::seed_from_u64(seed);
+        let x: Vec<f64> = (0..n * c * d).map(|_| r.random_range(-3.0..3.0)).collect();
+        let t: Vec<i64> = (0..n * d).map(|_| r.random_range(0..c as i64)).collect();
+        let w: Vec<f64> = (0..c).map(|_| r.random_range(0.1..2.0)).collect();
+        let w = use_w.then_some(w.as_slice());
+        // Keep at least one target counted so a mean is defined.
+        prop_assume!(ii != Some(t[0]));
+        let attrs = LossAttrs { reduction: red, ignore_index: ii };
+        let (got, shape) = nll(&x, &[n, c, d], &t, &[n, d], w, attrs).unwrap();
+        let want = naive_nll(&x, (n, c, d), &t, w, ii, red);
+        prop_assert_eq!(shape.len(), if red == Reduction::None { 2 } else { 0 });
+        for (g, w) in got.iter().zip(&want) {
+            prop_assert!((g - w).abs() <= 1e-9 * (1.0 + w.abs()), "{} vs {}", g, w);
+        }
+    }
+
+    #[test]
+    fn log_softmax_matches_naive(n in 1usize..3, c in 1usize..5, d in 1usize..4, seed in any::<u64>()) {
+        use rand::{Rng, SeedableRng};
+        let mut r = rand::rngs::StdRng::seed_from_u64(seed);
+        let x: Vec<f64> = (0..n * c * d).map(|_| r.random_range(-5.0..5.0)).collect();
+        let mut got = x.clone();
+        log_softmax_axis1(&mut got, &[n, c, d]);
+        for b in 0..n {
+            for j in 0..d {
+                let s: f64 = (0..c).map(|k| x[(b * c + k) * d + j].exp()).sum();
+                for k in 0..c {
+                    let want = x[(b * c + k) * d + j] - s.ln();
+                    prop_assert!((got[(b * c + k) * d + j] - want).abs() < 1e-9);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn einsum_batch_matmul_matches_naive(b in 1usize..3, m in 1usize..4, k in 1usize..4, n in 1usize..4, seed in any::<u64>()) {
+        use rand::{Rng, SeedableRng};
+        let mut r = rand::rngs::StdRng::seed_from_u64(seed);
+        let a: Vec<f64> = (0..b * m * k).map(|_| r.random_range(-2.0..2.0)).collect();
+        let bb: Vec<f64> = (0..b * k * n).map(|_| r.random_range(-2.0..2.0)).collect();
+        let (ta, tb) = (f32t(&[b, m, k], &a), f32t(&[b, k, n], &bb));
+        let got = einsum_for_test("bij,bjk->bik", &[&ta, &tb]).unwrap();
+        prop_assert_eq!(got.shape(), &[b, m, n]);
+        let g = got.to_f64_vec().unwrap();
+        let (a, bb) = (ta.to_f64_vec().unwrap(), tb.to_f64_vec().unwrap());
+        for z in 0..b {
+            for i in 0..m {
+                for j in 0..n {
+                    let want: f64 = (0..k).map(|q| a[(z * m + i) * k + q] * bb[(z * k + q) * n + j]).sum();
+                    prop_assert!((g[(z * m + i) * n + j] - want).abs() < 1e-4);
+                }
+            }
+        }
+        // The same with an ellipsis and an implicit output.
+        let got2 = einsum_for_test("...ij,...jk", &[&ta, &tb]).unwrap();
+        prop_assert_eq!(got2.to_f64_vec().unwrap(), g);
+    }
+}
+
+#[test]
+fn einsum_forms() {
+    let a = Tensor::from_vec(&[2, 3], vec![1i64, 2, 3, 4, 5, 6]).unwrap();
+    let sq = Tensor::from_vec(&[3, 3], (1..=9).collect::<Vec<i32>>()).unwrap();
+    let v = |t: Tensor| t.to_i64_vec().unwrap();
+    assert_eq!(v(einsum_for_test("ij->ji", &[&a]).unwrap()), vec![1, 4, 2, 5, 3, 6]);
+    assert_eq!(v(einsum_for_test("ji", &[&a]).unwrap()), vec![1, 4, 2, 5, 3, 6]);
+    assert_eq!(v(einsum_for_test("ij", &[&a]).unwrap()), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(v(einsum_for_test("ij->", &[&a]).unwrap()), vec![21]);
+    assert_eq!(v(einsum_for_test("ij->i", &[&a]).unwrap()), vec![6, 15]);
+    assert_eq!(v(einsum_for_test("ii->i", &[&sq]).unwrap()), vec![1, 5, 9]);
+    assert_eq!(v(einsum_for_test("ii", &[&sq]).unwrap()), vec![15]);
+    assert_eq!(v(einsum_for_test("i j , k j -> i k", &[&a, &a]).unwrap()), vec![14, 32, 32, 77]);
+    let h = Tensor::from_vec(&[2], vec![half::f16::from_f32(1.5), half::f16::from_f32(2.0)]).unwrap();
+    let got = einsum_for_test("i,i", &[&h, &h]).unwrap();
+    assert_eq!(got.dtype(), DType::F16);
+    assert_eq!(got.to_f64_vec().unwrap(), vec![6.25]);
+    assert!(einsum_for_test("ij,jk", &[&a, &a]).is_err());
+}
+
+#[test]
+fn det_and_unique_small() {
+    assert!((super::misc::det(vec![4.0, 3.0, 6.0, 3.0], 2) + 6.0).abs() < 1e-12);
+    assert_eq!(super::misc::det(vec![1.0, 2.0, 2.0, 4.0], 2), 0.0);
+    let x = Tensor::from_vec(&[6], vec![2.0f32, 1.0, 1.0, 3.0, 4.0, 3.0]).unwrap();
+    let out = super::misc::unique::<f32>(&x, None, false).unwrap();
+    let v: Vec<Vec<f64>> = out.iter().map(|o| o.as_tensor().unwrap().to_f64_vec().unwrap()).collect();
+    assert_eq!(v[0], vec![2.0, 1.0, 3.0, 4.0]);
+    assert_eq!(v[1], vec![0.0, 1.0, 3.0, 4.0]);
+    assert_eq!(v[2], vec![0.0, 1.0, 1.0, 2.0, 3.0, 2.0]);
+    assert_eq!(v[3], vec![1.0, 2.0, 2.0, 1.0]);
+}
