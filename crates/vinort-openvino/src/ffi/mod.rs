@@ -590,6 +590,11 @@ struct OvShape(sys::ov_shape_t);
 
 impl OvShape {
     fn new(shape: &[usize]) -> OvResult<OvShape> {
+        if shape.is_empty() {
+            // `ov_shape_create` rejects rank 0, but a scalar is a valid shape: describe it
+            // directly (nothing allocated, so nothing for Drop to free).
+            return Ok(OvShape(sys::ov_shape_t { rank: 0, dims: ptr::null_mut() }));
+        }
         let dims: Vec<i64> = shape.iter().map(|d| *d as i64).collect();
         let mut s = sys::ov_shape_t { rank: 0, dims: ptr::null_mut() };
         // SAFETY: dims valid for rank entries; OpenVINO copies them into `s`.
@@ -600,8 +605,10 @@ impl OvShape {
 
 impl Drop for OvShape {
     fn drop(&mut self) {
-        // SAFETY: created by ov_shape_create, freed once.
-        unsafe { sys::ov_shape_free(&mut self.0) };
+        if !self.0.dims.is_null() {
+            // SAFETY: created by ov_shape_create, freed once.
+            unsafe { sys::ov_shape_free(&mut self.0) };
+        }
     }
 }
 

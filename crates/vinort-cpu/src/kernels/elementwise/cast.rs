@@ -1,21 +1,35 @@
 //! [Cast](https://onnx.ai/onnx/operators/onnx__Cast.html) (opsets 1–28) and
-//! [CastLike](https://onnx.ai/onnx/operators/onnx__CastLike.html) (15–25) between f32, f64, f16,
-//! bf16, i8–i64, u8–u64, bool and string.
+//! [CastLike](https://onnx.ai/onnx/operators/onnx__CastLike.html) (15–25) between every ONNX
+//! element type but the complex ones: f32, f64, f16, bf16, i8–i64, u8–u64, bool, string, the
+//! 8-bit floats (E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ, E8M0), FLOAT4E2M1, FLOAT6E2M3, FLOAT6E3M2,
+//! INT4/UINT4 and INT2/UINT2.
 //!
 //! Rules from Cast-19: float to float rounds to nearest (±inf out of range); float to integer
 //! truncates toward zero (the spec leaves out-of-range undefined; here it saturates and NaN
 //! gives 0); integer to integer keeps the low bits (two's complement); anything to bool is
 //! "not zero". Numbers print as the shortest string that parses back to the same value
 //! ("NaN", "INF", "-INF" for the specials); strings parse as decimal or scientific numbers,
-//! with "NaN", "INF", "+INF", "-INF" matched case-insensitively. The 8-bit and sub-byte float
-//! and integer formats are refused as unsupported, so `saturate` (which only affects them) is
-//! ignored.
+//! with "NaN", "INF", "+INF", "-INF" matched case-insensitively.
+//!
+//! The small float formats ([`float8`]) round to nearest even, with `saturate` (Cast-19,
+//! default 1) choosing between the spec's two tables for out-of-range values, and
+//! `round_mode` (Cast-24, default "up") for FLOAT8E8M0. The narrow integers ([`subbyte`])
+//! keep their low bits. Both go through `f64`/`i128`, which hold every source value exactly
+//! except 64-bit integers beyond 2^53 and long decimal strings, which round once before.
 
 use half::{bf16, f16};
 use vinort_ir::{DType, Elem, Error, Result, RunContext, Tensor, Value};
 
-use super::broadcast::unary_map;
+use super::broadcast::{unary_map, unary_slices};
 use crate::kernel::{Kernel, NodeInfo, tensor_in};
+
+#[path = "float8.rs"]
+mod float8;
+#[path = "subbyte.rs"]
+mod subbyte;
+
+use float8::{MiniFloat, RoundMode};
+use subbyte::NarrowInt;
 
 /// Calls `$body` with `$T` bound to the Rust type of a castable, non-string dtype.
 macro_rules! with_elem {
@@ -213,12 +227,98 @@ fn format_float<F: Into<f64> + Copy + std::fmt::Display + std::fmt::LowerExp>(v:
     }
 }
 
-/// The dtypes Cast handles.
+/// The dtypes Cast handles: all but the complex ones.
 pub(crate) fn castable(dt: DType) -> bool {
-    dt.is_float() || dt.is_int() || matches!(dt, DType::Bool | DType::String)
+    !matches!(dt, DType::Complex64 | DType::Complex128)
 }
 
-fn num_to<S: CastElem>(x: &Tensor, to: DType) -> Result<Tensor> {
+/// The attributes that shape conversions to the small float formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CastOptions {
+    /// Clamp out-of-range values to the largest finite value (Cast-19 `saturate`, default on).
+    pub saturate: bool,
+    /// FLOAT8E8M0 rounding (Cast-24 `round_mode`).
+    round_mode: RoundMode,
+}
+
+impl Default for CastOptions {
+    fn default() -> Self {
+        CastOptions { saturate: true, round_mode: RoundMode::Up }
+    }
+}
+
+/// A type stored one element per byte whose values need decoding: the small floats and the
+/// narrow integers.
+#[derive(Clone, Copy, Debug)]
+enum Narrow {
+    Float(MiniFloat),
+    E8M0,
+    Int(NarrowInt),
+}
+
+fn narrow(dt: DType) -> Option<Narrow> {
+    Some(match dt {
+        DType::F8E4M3FN => Narrow::Float(float8::E4M3FN),
+        DType::F8E4M3FNUZ => Narrow::Float(float8::E4M3FNUZ),
+        DType::F8E5M2 => Narrow::Float(float8::E5M2),
+        DType::F8E5M2FNUZ => Narrow::Float(float8::E5M2FNUZ),
+        DType::F4E2M1 => Narrow::Float(float8::E2M1),
+        DType::F6E2M3 => Narrow::Float(float8::E2M3),
+        DType::F6E3M2 => Narrow::Float(float8::E3M2),
+        DType::F8E8M0 => Narrow::E8M0,
+        DType::I4 => Narrow::Int(subbyte::I4),
+        DType::U4 => Narrow::Int(subbyte::U4),
+        DType::I2 => Narrow::Int(subbyte::I2),
+        DType::U2 => Narrow::Int(subbyte::U2),
+        _ => return None,
+    })
+}
+
+impl Narrow {
+    fn get(self, byte: u8) -> Scalar {
+        match self {
+            Narrow::Float(f) => Scalar::F(f.decode(byte)),
+            Narrow::E8M0 => Scalar::F(float8::e8m0_decode(byte)),
+            Narrow::Int(i) => Scalar::I(i.decode(byte)),
+        }
+    }
+
+    fn put(self, v: Scalar, opts: CastOptions) -> u8 {
+        let f = match v {
+            Scalar::F(f) => f,
+            Scalar::I(i) => i as f64,
+            Scalar::B(b) => f64::from(u8::from(b)),
+        };
+        match self {
+            Narrow::Float(m) => m.encode(f, opts.saturate),
+            Narrow::E8M0 => float8::e8m0_encode(f, opts.saturate, opts.round_mode),
+            Narrow::Int(n) => match v {
+                Scalar::I(i) => n.wrap(i),
+                _ => n.wrap_float(f),
+            },
+        }
+    }
+
+    fn parse(self, s: &str, opts: CastOptions) -> Option<u8> {
+        let s = s.trim();
+        let v = match self {
+            Narrow::Int(_) => s.parse::<i128>().ok().map(Scalar::I).or_else(|| parse_float(s).map(Scalar::F)),
+            _ => parse_float(s).map(Scalar::F),
+        }?;
+        Some(self.put(v, opts))
+    }
+
+    fn format(self, byte: u8) -> String {
+        match self.get(byte) {
+            Scalar::I(i) => i.to_string(),
+            // Every small-float value is exact in f32, whose shortest spelling is the shorter.
+            Scalar::F(f) => format_float(f as f32),
+            Scalar::B(b) => b.format(),
+        }
+    }
+}
+
+fn num_to<S: CastElem>(x: &Tensor, to: DType, opts: CastOptions) -> Result<Tensor> {
     fn go<S: CastElem, D: CastElem>(x: &Tensor) -> Result<Tensor> {
         unary_map::<S, D>(x, |v| D::put(v.get()))
     }
@@ -226,7 +326,28 @@ fn num_to<S: CastElem>(x: &Tensor, to: DType) -> Result<Tensor> {
         let out: Vec<String> = x.as_slice::<S>()?.iter().map(|v| v.format()).collect();
         return Tensor::from_strings(x.shape(), out);
     }
+    if let Some(n) = narrow(to) {
+        let x = x.to_aligned();
+        let xs = x.as_slice::<S>()?;
+        return Tensor::build_raw(to, x.shape(), |out| unary_slices(xs, out, |v| n.put(v.get(), opts)));
+    }
     with_elem!(to, D => go::<S, D>(x))
+}
+
+/// `x` (of a [`Narrow`] type `src`) converted to `to`.
+fn narrow_to(x: &Tensor, src: Narrow, to: DType, opts: CastOptions) -> Result<Tensor> {
+    fn go<D: CastElem>(x: &Tensor, src: Narrow) -> Result<Tensor> {
+        let xs = x.as_bytes();
+        Ok(Tensor::build::<D>(x.shape(), |out| unary_slices(xs, out, |b| D::put(src.get(b)))))
+    }
+    let xs = x.as_bytes();
+    if to == DType::String {
+        return Tensor::from_strings(x.shape(), xs.iter().map(|b| src.format(*b)).collect());
+    }
+    if let Some(n) = narrow(to) {
+        return Tensor::build_raw(to, x.shape(), |out| unary_slices(xs, out, |b| n.put(src.get(b), opts)));
+    }
+    with_elem!(to, D => go::<D>(x, src))
 }
 
 fn string_to<D: CastElem>(x: &Tensor) -> Result<Tensor> {
@@ -239,24 +360,59 @@ fn string_to<D: CastElem>(x: &Tensor) -> Result<Tensor> {
     })
 }
 
-/// `x` converted to `to` with Cast's rules (usable by other kernels that need a conversion).
+fn string_to_narrow(x: &Tensor, n: Narrow, to: DType, opts: CastOptions) -> Result<Tensor> {
+    let strs = x.as_strings()?;
+    let mut bad = None;
+    let t = Tensor::build_raw(to, x.shape(), |out| {
+        for (o, s) in out.iter_mut().zip(strs) {
+            match n.parse(s, opts) {
+                Some(b) => *o = b,
+                None => {
+                    bad = Some(s);
+                    break;
+                }
+            }
+        }
+    })?;
+    match bad {
+        Some(s) => Err(Error::invalid(format!("cannot cast string '{s}' to {to}"))),
+        None => Ok(t),
+    }
+}
+
+/// `x` converted to `to` with Cast's rules and default attributes (usable by other kernels that
+/// need a conversion).
 pub fn cast_tensor(x: &Tensor, to: DType) -> Result<Tensor> {
+    cast_tensor_with(x, to, CastOptions::default())
+}
+
+/// `x` converted to `to` with Cast's rules and the given attributes.
+pub fn cast_tensor_with(x: &Tensor, to: DType, opts: CastOptions) -> Result<Tensor> {
     let from = x.dtype();
     if from == to {
         return Ok(x.clone());
     }
+    for dt in [from, to] {
+        if !castable(dt) {
+            return Err(Error::invalid(format!("Cast does not support {dt}")));
+        }
+    }
+    if let Some(src) = narrow(from) {
+        return narrow_to(x, src, to, opts);
+    }
     match from {
-        DType::String => match to {
-            DType::String => Ok(x.clone()),
-            _ => with_elem!(to, D => string_to::<D>(x)),
+        DType::String => match narrow(to) {
+            Some(n) => string_to_narrow(x, n, to, opts),
+            None => with_elem!(to, D => string_to::<D>(x)),
         },
-        _ => with_elem!(from, S => num_to::<S>(x, to)),
+        _ => with_elem!(from, S => num_to::<S>(x, to, opts)),
     }
 }
 
 struct Cast {
     /// The target type; `None` for CastLike, which takes it from its second input.
     to: Option<DType>,
+    opts: CastOptions,
 }
 
 impl Kernel for Cast {
@@ -266,13 +422,21 @@ impl Kernel for Cast {
             Some(t) => t,
             None => tensor_in(inputs, 1)?.dtype(),
         };
-        for dt in [x.dtype(), to] {
-            if !castable(dt) {
-                return Err(Error::invalid(format!("Cast does not support {dt}")));
-            }
-        }
-        Ok(vec![cast_tensor(x, to)?.into()])
+        Ok(vec![cast_tensor_with(x, to, self.opts)?.into()])
     }
+}
+
+/// The `saturate` (Cast-19) and `round_mode` (Cast-24) attributes.
+fn options(info: &NodeInfo<'_>) -> Result<CastOptions> {
+    let n = info.node;
+    let saturate = n.attr::<i64>("saturate")?.unwrap_or(1) != 0;
+    let round_mode = match n.attr::<String>("round_mode")?.as_deref() {
+        None | Some("up") => RoundMode::Up,
+        Some("down") => RoundMode::Down,
+        Some("nearest") => RoundMode::Nearest,
+        Some(other) => return Err(n.error(format!("'round_mode' = '{other}' is not up, down or nearest"))),
+    };
+    Ok(CastOptions { saturate, round_mode })
 }
 
 /// The `to` attribute: a `TensorProto.DataType` number, or before opset 6 its name.
@@ -308,7 +472,7 @@ pub(crate) fn cast_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
             return Err(Error::unsupported(format!("Cast involving {dt}")));
         }
     }
-    Ok(Box::new(Cast { to: Some(to) }))
+    Ok(Box::new(Cast { to: Some(to), opts: options(info)? }))
 }
 
 pub(crate) fn cast_like_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
@@ -317,5 +481,76 @@ pub(crate) fn cast_like_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> 
             return Err(Error::unsupported(format!("CastLike involving {dt}")));
         }
     }
-    Ok(Box::new(Cast { to: None }))
+    Ok(Box::new(Cast { to: None, opts: options(info)? }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(t: &Tensor) -> Vec<u8> {
+        t.as_bytes().to_vec()
+    }
+
+    #[test]
+    fn floats_to_float8_and_back() -> Result<()> {
+        let x = Tensor::from_slice(&[5], &[0.5f32, -448.0, 1e6, f32::NEG_INFINITY, f32::NAN])?;
+        let sat = cast_tensor(&x, DType::F8E4M3FN)?;
+        assert_eq!(sat.dtype(), DType::F8E4M3FN);
+        assert_eq!(bytes(&sat), [0x30, 0xFE, 0x7E, 0xFE, 0x7F]);
+        let opts = CastOptions { saturate: false, ..CastOptions::default() };
+        assert_eq!(bytes(&cast_tensor_with(&x, DType::F8E4M3FN, opts)?), [0x30, 0xFE, 0x7F, 0xFF, 0x7F]);
+        assert_eq!(bytes(&cast_tensor_with(&x, DType::F8E5M2, opts)?), [0x38, 0xDF, 0x7C, 0xFC, 0x7E]);
+        let back = cast_tensor(&sat, DType::F32)?;
+        let v = back.as_slice::<f32>()?;
+        assert_eq!(&v[..4], [0.5, -448.0, 448.0, -448.0]);
+        assert!(v[4].is_nan());
+        // f16 and f64 sources, and float8 to float8.
+        let h = cast_tensor(&x, DType::F16)?;
+        assert_eq!(bytes(&cast_tensor(&h, DType::F8E4M3FN)?), bytes(&sat));
+        let d = cast_tensor(&x, DType::F64)?;
+        assert_eq!(bytes(&cast_tensor(&d, DType::F8E4M3FN)?), bytes(&sat));
+        let e5 = cast_tensor(&sat, DType::F8E5M2FNUZ)?;
+        assert_eq!(cast_tensor(&e5, DType::F64)?.as_slice::<f64>()?[..2], [0.5, -448.0]);
+        Ok(())
+    }
+
+    #[test]
+    fn integers_and_bools_to_small_types() -> Result<()> {
+        let x = Tensor::from_slice(&[6], &[-9i32, -8, 7, 8, 15, 300])?;
+        let i4 = cast_tensor(&x, DType::I4)?;
+        assert_eq!(i4.as_slice::<i8>()?, [7, -8, 7, -8, -1, -4]);
+        let u4 = cast_tensor(&x, DType::U4)?;
+        assert_eq!(u4.as_slice::<u8>()?, [7, 8, 7, 8, 15, 12]);
+        assert_eq!(cast_tensor(&i4, DType::I64)?.as_slice::<i64>()?, [7, -8, 7, -8, -1, -4]);
+        assert_eq!(cast_tensor(&i4, DType::U2)?.as_slice::<u8>()?, [3, 0, 3, 0, 3, 0]);
+        assert_eq!(bytes(&cast_tensor(&x, DType::F8E4M3FN)?), [0xD1, 0xD0, 0x4E, 0x50, 0x57, 0x79]);
+        let b = Tensor::from_slice(&[2], &[true, false])?;
+        assert_eq!(bytes(&cast_tensor(&b, DType::F4E2M1)?), [0x2, 0x0]);
+        assert_eq!(cast_tensor(&cast_tensor(&b, DType::I2)?, DType::Bool)?.as_slice::<bool>()?, [true, false]);
+        assert_eq!(bytes(&cast_tensor(&x, DType::F8E8M0)?), [131, 130, 130, 130, 131, 136]);
+        Ok(())
+    }
+
+    #[test]
+    fn strings_to_and_from_small_types() -> Result<()> {
+        let s = Tensor::from_strings(&[4], vec!["0.5".into(), "-INF".into(), "NaN".into(), "1e3".into()])?;
+        assert_eq!(bytes(&cast_tensor(&s, DType::F8E5M2)?), [0x38, 0xFB, 0x7E, 0x64]);
+        let i = Tensor::from_strings(&[3], vec!["7".into(), "-8".into(), "2.9".into()])?;
+        assert_eq!(cast_tensor(&i, DType::I4)?.as_slice::<i8>()?, [7, -8, 2]);
+        let f8 = cast_tensor(&s, DType::F8E4M3FN)?;
+        let back = cast_tensor(&f8, DType::String)?;
+        assert_eq!(back.as_strings()?, ["0.5", "-448", "NaN", "448"]);
+        let i4 = cast_tensor(&i, DType::I4)?;
+        assert_eq!(cast_tensor(&i4, DType::String)?.as_strings()?, ["7", "-8", "2"]);
+        assert!(cast_tensor(&Tensor::from_strings(&[1], vec!["x".into()])?, DType::F8E4M3FN).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn complex_is_refused() {
+        assert!(!castable(DType::Complex64));
+        assert!(castable(DType::F6E3M2));
+        assert!(castable(DType::U2));
+    }
 }

@@ -1,5 +1,165 @@
-//! (being written)
+//! Quantization kernels.
+//!
+//! - [`qdq`][qdq]: [QuantizeLinear](https://onnx.ai/onnx/operators/onnx__QuantizeLinear.html) and
+//!   [DequantizeLinear](https://onnx.ai/onnx/operators/onnx__DequantizeLinear.html) (10–28):
+//!   per-tensor, per-axis and blocked scales, every integer, sub-byte and small-float type.
+//! - [`dynamic`][dynamic]:
+//!   [DynamicQuantizeLinear](https://onnx.ai/onnx/operators/onnx__DynamicQuantizeLinear.html) (11).
+//! - [`qmatmul`][qmatmul]: [QLinearMatMul](https://onnx.ai/onnx/operators/onnx__QLinearMatMul.html)
+//!   (10, 21) and [MatMulInteger](https://onnx.ai/onnx/operators/onnx__MatMulInteger.html) (10).
+//! - [`qconv`][qconv] (needs the `k-linalg` window helpers):
+//!   [ConvInteger](https://onnx.ai/onnx/operators/onnx__ConvInteger.html) and
+//!   [QLinearConv](https://onnx.ai/onnx/operators/onnx__QLinearConv.html) (10).
+//! - [`minifloat`][minifloat]: f32 ⇄ float8 / float6 / float4 conversion.
+
+use vinort_ir::{DType, Error, Result, Tensor};
 
 use crate::kernel::Registry;
 
-pub(crate) fn register(_r: &mut Registry) {}
+pub mod dynamic;
+pub mod minifloat;
+#[cfg(feature = "k-linalg")]
+pub mod qconv;
+pub mod qdq;
+pub mod qmatmul;
+#[cfg(test)]
+mod tests;
+
+pub(crate) fn register(r: &mut Registry) {
+    qdq::register(r);
+    dynamic::register(r);
+    qmatmul::register(r);
+    #[cfg(feature = "k-linalg")]
+    qconv::register(r);
+}
+
+/// Elements above which kernels split work across rayon tasks.
+pub(crate) const PAR_MIN: usize = 1 << 15;
+
+/// Inclusive range of an integer quantized type (8 bits or fewer, or 16 bits).
+pub(crate) fn int_range(d: DType) -> Option<(i32, i32)> {
+    Some(match d {
+        DType::U8 => (0, 255),
+        DType::I8 => (-128, 127),
+        DType::U16 => (0, 65535),
+        DType::I16 => (-32768, 32767),
+        DType::U4 => (0, 15),
+        DType::I4 => (-8, 7),
+        DType::U2 => (0, 3),
+        DType::I2 => (-2, 1),
+        _ => return None,
+    })
+}
+
+/// Elements of any numeric tensor as f32: floats converted, integers cast, small floats
+/// decoded (E8M0 as a power of two).
+pub(crate) fn load_f32(t: &Tensor) -> Result<Vec<f32>> {
+    let d = t.dtype();
+    if let Some(f) = minifloat::format_of(d) {
+        return Ok(t.as_slice::<u8>()?.iter().map(|b| f.decode(*b)).collect());
+    }
+    Ok(match d {
+        DType::F32 => t.to_vec::<f32>()?,
+        DType::F16 => t.as_slice::<half::f16>()?.iter().map(|v| v.to_f32()).collect(),
+        DType::BF16 => t.as_slice::<half::bf16>()?.iter().map(|v| v.to_f32()).collect(),
+        DType::F64 => t.as_slice::<f64>()?.iter().map(|v| *v as f32).collect(),
+        DType::F8E8M0 => t.as_slice::<u8>()?.iter().map(|b| minifloat::decode_e8m0(*b)).collect(),
+        DType::I32 => t.as_slice::<i32>()?.iter().map(|v| *v as f32).collect(),
+        _ => load_i32(t)?.into_iter().map(|v| v as f32).collect(),
+    })
+}
+
+/// Elements of an integer tensor of 32 bits or fewer as i32.
+pub(crate) fn load_i32(t: &Tensor) -> Result<Vec<i32>> {
+    Ok(match t.dtype() {
+        DType::I8 | DType::I4 | DType::I2 => t.as_slice::<i8>()?.iter().map(|v| *v as i32).collect(),
+        DType::U8 | DType::U4 | DType::U2 => t.as_slice::<u8>()?.iter().map(|v| *v as i32).collect(),
+        DType::I16 => t.as_slice::<i16>()?.iter().map(|v| *v as i32).collect(),
+        DType::U16 => t.as_slice::<u16>()?.iter().map(|v| *v as i32).collect(),
+        DType::I32 => t.to_vec::<i32>()?,
+        other => return Err(Error::invalid(format!("expected an integer tensor, got {other}"))),
+    })
+}
+
+/// A tensor of integer type `d` (one of [`int_range`]'s types, or i32) from values already
+/// within its range.
+pub(crate) fn store_int(d: DType, shape: &[usize], v: &[i32]) -> Result<Tensor> {
+    fn fill<T>(o: &mut [T], v: &[i32], f: impl Fn(i32) -> T) {
+        for (o, v) in o.iter_mut().zip(v) {
+            *o = f(*v);
+        }
+    }
+    match d {
+        DType::I8 | DType::I4 | DType::I2 => Tensor::build_as::<i8>(d, shape, |o| fill(o, v, |x| x as i8)),
+        DType::U8 | DType::U4 | DType::U2 => Tensor::build_as::<u8>(d, shape, |o| fill(o, v, |x| x as u8)),
+        DType::I16 => Ok(Tensor::build::<i16>(shape, |o| fill(o, v, |x| x as i16))),
+        DType::U16 => Ok(Tensor::build::<u16>(shape, |o| fill(o, v, |x| x as u16))),
+        DType::I32 => Tensor::from_slice(shape, v),
+        other => Err(Error::unsupported(format!("integer output of type {other}"))),
+    }
+}
+
+/// A float tensor of type `d` (f32, f16, bf16 or f64) from f32 values.
+pub(crate) fn store_float(d: DType, shape: &[usize], v: &[f32]) -> Result<Tensor> {
+    fn fill<T>(o: &mut [T], v: &[f32], f: impl Fn(f32) -> T) {
+        for (o, v) in o.iter_mut().zip(v) {
+            *o = f(*v);
+        }
+    }
+    Ok(match d {
+        DType::F32 => Tensor::build::<f32>(shape, |o| o.copy_from_slice(v)),
+        DType::F16 => Tensor::build::<half::f16>(shape, |o| fill(o, v, half::f16::from_f32)),
+        DType::BF16 => Tensor::build::<half::bf16>(shape, |o| fill(o, v, half::bf16::from_f32)),
+        DType::F64 => Tensor::build::<f64>(shape, |o| fill(o, v, |x| x as f64)),
+        other => return Err(Error::unsupported(format!("float output of type {other}"))),
+    })
+}
+
+/// Rounds an f32 to the precision of a float type (identity for f32 and wider).
+pub(crate) fn round_to(d: DType, x: f32) -> f32 {
+    match d {
+        DType::F16 => half::f16::from_f32(x).to_f32(),
+        DType::BF16 => half::bf16::from_f32(x).to_f32(),
+        _ => x,
+    }
+}
+
+/// `vals` of shape `from` expanded to shape `to` by numpy (multidirectional-to-`to`)
+/// broadcasting; an error when `from` does not broadcast to `to`.
+pub(crate) fn expand<T: Copy>(vals: &[T], from: &[usize], to: &[usize]) -> Result<Vec<T>> {
+    let bad = || Error::invalid(format!("shape {from:?} does not broadcast to {to:?}"));
+    if from.len() > to.len() || vals.len() != from.iter().product::<usize>() {
+        return Err(bad());
+    }
+    let pad = to.len() - from.len();
+    let mut strides = vec![0usize; to.len()];
+    let mut s = 1usize;
+    for i in (0..from.len()).rev() {
+        let (f, t) = (from[i], to[i + pad]);
+        if f != t && f != 1 {
+            return Err(bad());
+        }
+        strides[i + pad] = if f == 1 { 0 } else { s };
+        s *= f;
+    }
+    let n: usize = to.iter().product();
+    if vals.len() == 1 {
+        return Ok(vec![vals[0]; n]);
+    }
+    let mut out = Vec::with_capacity(n);
+    let mut idx = vec![0usize; to.len()];
+    let mut off = 0usize;
+    for _ in 0..n {
+        out.push(*vals.get(off).ok_or_else(bad)?);
+        for d in (0..to.len()).rev() {
+            idx[d] += 1;
+            off += strides[d];
+            if idx[d] < to[d] {
+                break;
+            }
+            off -= strides[d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+    Ok(out)
+}

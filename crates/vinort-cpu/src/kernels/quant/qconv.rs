@@ -1,0 +1,229 @@
+//! [ConvInteger](https://onnx.ai/onnx/operators/onnx__ConvInteger.html) and
+//! [QLinearConv](https://onnx.ai/onnx/operators/onnx__QLinearConv.html) (opset 10), for 1 to 3
+//! spatial axes and int8/uint8 operands.
+//!
+//! Inputs are shifted by their zero points (x per tensor, w per tensor or per output channel)
+//! and convolved directly with i32 accumulation; padding contributes zero after the shift.
+//! QLinearConv adds the int32 bias, multiplies by `x_scale * w_scale / y_scale` (f32, product in
+//! f64), rounds half to even and saturates to the output type.
+
+use rayon::prelude::*;
+use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
+
+use super::{PAR_MIN, int_range, load_f32, load_i32, store_int};
+use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernels::linalg::common::{WindowAttrs, to3};
+
+pub(crate) fn register(r: &mut Registry) {
+    r.add("", "ConvInteger", 10..=MAX_OPSET, conv_integer_factory);
+    r.add("", "QLinearConv", 10..=MAX_OPSET, qlinear_conv_factory);
+}
+
+struct ConvAttrs {
+    window: WindowAttrs,
+    group: usize,
+}
+
+fn parse(info: &NodeInfo<'_>, x: usize, w: usize) -> Result<ConvAttrs> {
+    let n = info.node;
+    for i in [x, w] {
+        if let Some(d) = info.input_dtype(i)
+            && !matches!(d, DType::I8 | DType::U8)
+        {
+            return Err(Error::unsupported(format!("{} input of type {d}", n.op_type)));
+        }
+    }
+    let group = n.attr_or::<i64>("group", 1)?;
+    let group = usize::try_from(group).ok().filter(|g| *g > 0).ok_or_else(|| n.error("group must be positive"))?;
+    Ok(ConvAttrs { window: WindowAttrs::parse(n)?, group })
+}
+
+/// The shifted integer convolution: output shape and i32 elements.
+fn conv_i32(attrs: &ConvAttrs, x: &[i32], xs: &[usize], w: &[i32], ws: &[usize]) -> Result<(Vec<usize>, Vec<i32>)> {
+    if xs.len() < 3 || xs.len() > 5 || ws.len() != xs.len() {
+        return Err(Error::unsupported(format!("integer convolution of input {xs:?} with weights {ws:?}")));
+    }
+    let (n, c, m, cg) = (xs[0], xs[1], ws[0], ws[1]);
+    let g = attrs.group;
+    if cg * g != c || m % g != 0 {
+        return Err(Error::invalid(format!("channels {c} and {m} do not split into {g} groups (w {ws:?})")));
+    }
+    let kernel = &ws[2..];
+    if let Some(k) = &attrs.window.kernel
+        && k.as_slice() != kernel
+    {
+        return Err(Error::invalid(format!("kernel_shape {k:?} differs from the weights' {kernel:?}")));
+    }
+    let win = attrs.window.resolve(kernel)?;
+    let geo = win.geometry(&xs[2..], false)?;
+    let (si, k3, s3, d3, p3, o3) = (
+        to3(&xs[2..], 1),
+        to3(kernel, 1),
+        to3(&win.strides, 1),
+        to3(&win.dilations, 1),
+        to3(&geo.pad_begin, 0),
+        to3(&geo.out, 1),
+    );
+    let plane = o3.iter().product::<usize>();
+    let in_plane = si.iter().product::<usize>();
+    let ksize = k3.iter().product::<usize>();
+    let mg = m / g;
+    let mut out = vec![0i32; n * m * plane];
+    let fill = |pi: usize, o: &mut [i32]| {
+        let (b, oc) = (pi / m, pi % m);
+        let grp = oc / mg;
+        for oz in 0..o3[0] {
+            for oy in 0..o3[1] {
+                for ox in 0..o3[2] {
+                    let mut acc = 0i32;
+                    for ci in 0..cg {
+                        let xin = &x[(b * c + grp * cg + ci) * in_plane..][..in_plane];
+                        let wk = &w[(oc * cg + ci) * ksize..][..ksize];
+                        for kz in 0..k3[0] {
+                            let iz = (oz * s3[0] + kz * d3[0]) as isize - p3[0] as isize;
+                            if iz < 0 || iz >= si[0] as isize {
+                                continue;
+                            }
+                            for ky in 0..k3[1] {
+                                let iy = (oy * s3[1] + ky * d3[1]) as isize - p3[1] as isize;
+                                if iy < 0 || iy >= si[1] as isize {
+                                    continue;
+                                }
+                                for kx in 0..k3[2] {
+                                    let ix = (ox * s3[2] + kx * d3[2]) as isize - p3[2] as isize;
+                                    if ix < 0 || ix >= si[2] as isize {
+                                        continue;
+                                    }
+                                    let xi = (iz as usize * si[1] + iy as usize) * si[2] + ix as usize;
+                                    let wi = (kz * k3[1] + ky) * k3[2] + kx;
+                                    acc = acc.wrapping_add(xin[xi].wrapping_mul(wk[wi]));
+                                }
+                            }
+                        }
+                    }
+                    o[(oz * o3[1] + oy) * o3[2] + ox] = acc;
+                }
+            }
+        }
+    };
+    if plane > 0 {
+        if out.len() * cg * ksize < PAR_MIN {
+            out.chunks_mut(plane).enumerate().for_each(|(p, o)| fill(p, o));
+        } else {
+            out.par_chunks_mut(plane).enumerate().for_each(|(p, o)| fill(p, o));
+        }
+    }
+    let mut shape = vec![n, m];
+    shape.extend_from_slice(&geo.out);
+    Ok((shape, out))
+}
+
+/// `x - zp` with a per-tensor zero point.
+fn shift_x(x: &Tensor, zp: Option<&Tensor>) -> Result<Vec<i32>> {
+    let mut v = load_i32(x)?;
+    if let Some(z) = zp {
+        let zs = load_i32(z)?;
+        let [z] = zs.as_slice() else {
+            return Err(Error::unsupported(format!("x zero point of shape {:?} (only per-tensor)", z.shape())));
+        };
+        v.iter_mut().for_each(|v| *v -= *z);
+    }
+    Ok(v)
+}
+
+/// `w - zp` with a per-tensor or per-output-channel zero point.
+fn shift_w(w: &Tensor, zp: Option<&Tensor>) -> Result<Vec<i32>> {
+    let mut v = load_i32(w)?;
+    if let Some(z) = zp {
+        let zs = load_i32(z)?;
+        let m = w.shape().first().copied().unwrap_or(0);
+        if zs.len() != 1 && zs.len() != m {
+            return Err(Error::invalid(format!("w zero point of shape {:?} for {m} output channels", z.shape())));
+        }
+        let per = v.len().checked_div(m).unwrap_or(0).max(1);
+        for (i, v) in v.iter_mut().enumerate() {
+            *v -= if zs.len() == 1 { zs[0] } else { zs[i / per] };
+        }
+    }
+    Ok(v)
+}
+
+struct ConvInteger(ConvAttrs);
+
+fn conv_integer_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    Ok(Box::new(ConvInteger(parse(info, 0, 1)?)))
+}
+
+impl Kernel for ConvInteger {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let x = tensor_in(inputs, 0)?;
+        let w = tensor_in(inputs, 1)?;
+        let xv = shift_x(x, opt_tensor_in(inputs, 2)?)?;
+        let wv = shift_w(w, opt_tensor_in(inputs, 3)?)?;
+        let (shape, y) = conv_i32(&self.0, &xv, x.shape(), &wv, w.shape())?;
+        Ok(vec![Tensor::from_vec(&shape, y)?.into()])
+    }
+}
+
+struct QLinearConv(ConvAttrs);
+
+fn qlinear_conv_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    Ok(Box::new(QLinearConv(parse(info, 0, 3)?)))
+}
+
+/// A scalar f32 parameter.
+fn scalar(t: &Tensor, what: &str) -> Result<f32> {
+    match load_f32(t)?.as_slice() {
+        [v] => Ok(*v),
+        _ => Err(Error::invalid(format!("{what} must be a scalar, got shape {:?}", t.shape()))),
+    }
+}
+
+impl Kernel for QLinearConv {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let x = tensor_in(inputs, 0)?;
+        let x_scale = scalar(tensor_in(inputs, 1)?, "x_scale")?;
+        let w = tensor_in(inputs, 3)?;
+        let w_scale = load_f32(tensor_in(inputs, 4)?)?;
+        let y_scale = scalar(tensor_in(inputs, 6)?, "y_scale")?;
+        let y_zp = opt_tensor_in(inputs, 7)?;
+        let bias = opt_tensor_in(inputs, 8)?;
+        let xv = shift_x(x, opt_tensor_in(inputs, 2)?)?;
+        let wv = shift_w(w, opt_tensor_in(inputs, 5)?)?;
+        let (shape, acc) = conv_i32(&self.0, &xv, x.shape(), &wv, w.shape())?;
+        let m = shape[1];
+        if w_scale.len() != 1 && w_scale.len() != m {
+            return Err(Error::invalid(format!("w_scale has {} elements for {m} output channels", w_scale.len())));
+        }
+        let bias = bias.map(load_i32).transpose()?;
+        if let Some(b) = &bias
+            && b.len() != m
+        {
+            return Err(Error::invalid(format!("bias has {} elements for {m} output channels", b.len())));
+        }
+        let out_dtype = y_zp.map_or(x.dtype(), Tensor::dtype);
+        let Some((lo, hi)) = int_range(out_dtype).filter(|_| matches!(out_dtype, DType::I8 | DType::U8)) else {
+            return Err(Error::unsupported(format!("QLinearConv output of type {out_dtype}")));
+        };
+        let zp = match y_zp {
+            Some(z) => match load_i32(z)?.as_slice() {
+                [v] => *v as f64,
+                _ => return Err(Error::unsupported("y_zero_point must be a scalar")),
+            },
+            None => 0.0,
+        };
+        let plane: usize = shape[2..].iter().product();
+        let q: Vec<i32> = acc
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let oc = i.checked_div(plane).unwrap_or(0) % m.max(1);
+                let ws = if w_scale.len() == 1 { w_scale[0] } else { w_scale[oc] };
+                let mult = (x_scale * ws / y_scale) as f64;
+                let a = a.wrapping_add(bias.as_ref().map_or(0, |b| b[oc]));
+                (a as f64 * mult + zp).round_ties_even().clamp(lo as f64, hi as f64) as i32
+            })
+            .collect();
+        Ok(vec![store_int(out_dtype, &shape, &q)?.into()])
+    }
+}
