@@ -386,9 +386,6 @@ struct Binding {
 struct Slot {
     req: InferRequest,
     inputs: Vec<Option<Binding>>,
-    /// For dynamically shaped outputs: true once a fresh OpenVINO-allocated tensor replaced
-    /// one we took over.
-    outputs_bound: Vec<bool>,
 }
 
 struct Pool {
@@ -493,11 +490,7 @@ impl Compiled {
                 drop(created);
                 drop(free);
                 let req = self.compiled.infer_request().map_err(|e| Error::invalid(e.to_string()))?;
-                return Ok(Slot {
-                    req,
-                    inputs: (0..self.inputs.len()).map(|_| None).collect(),
-                    outputs_bound: vec![false; self.outputs.len()],
-                });
+                return Ok(Slot { req, inputs: (0..self.inputs.len()).map(|_| None).collect() });
             }
             drop(created);
             free = self.pool.cv.wait(free).unwrap_or_else(|p| p.into_inner());
@@ -537,32 +530,46 @@ impl Compiled {
                 slot.inputs[i] = Some(Binding { ptr, shape: t.shape().to_vec(), _tensor: ov });
             }
         }
-        // Static outputs: OpenVINO writes straight into buffers we own.
-        let mut ours: Vec<Option<(Tensor, OvTensor)>> = Vec::with_capacity(self.outputs.len());
-        for (j, port) in self.outputs.iter().enumerate() {
-            match (port.dtype, port.static_shape()) {
-                (Some(d), Some(shape)) => {
-                    let t = Tensor::zeros(d, &shape);
-                    // SAFETY: `t` is freshly allocated and referenced nowhere else until the
-                    // inference below has finished writing it; it outlives the binding's use.
-                    let ov = unsafe { OvTensor::from_host_ptr(d, &shape, t.data_ptr()) }.map_err(err)?;
-                    slot.req.set_output(j, &ov).map_err(err)?;
-                    slot.outputs_bound[j] = true;
-                    ours.push(Some((t, ov)));
-                }
-                _ => ours.push(None),
-            }
-        }
+        // Outputs: OpenVINO writes into tensors it allocated for this request, and vinort takes
+        // each one over as the output's storage (no copy), giving the request a fresh tensor
+        // for its next run. Binding our own buffers instead is not reliable: for graphs that
+        // forward an input to an output (Max/Sum of one input, Tile, Dropout, TopK indices
+        // measured on OpenVINO 2026.4.1) the CPU plugin leaves a user-bound output unwritten.
+        let ours: Vec<Option<(Tensor, OvTensor)>> = (0..self.outputs.len()).map(|_| None).collect();
         slot.req.infer().map_err(err)?;
         let mut out = Vec::with_capacity(self.outputs.len());
         for (j, o) in ours.into_iter().enumerate() {
             match o {
-                Some((t, _ov)) => out.push(Value::Tensor(t)),
+                Some((t, ov)) => {
+                    // OpenVINO honours a bound output buffer except where the compiled graph
+                    // forwards an input (or a constant) straight to the output: then its
+                    // result lives elsewhere. Check the address, and take its tensor over
+                    // when it is not ours.
+                    let got = slot.req.output(j).map_err(err)?;
+                    let (ptr, _) = got.bytes().map_err(err)?;
+                    if std::ptr::eq(ptr, t.data_ptr()) {
+                        drop(ov);
+                        out.push(Value::Tensor(t));
+                    } else {
+                        let shape = got.shape().map_err(err)?;
+                        let d = t.dtype();
+                        let owned = OwnedOvBytes::new(got).map_err(err)?;
+                        out.push(Value::Tensor(
+                            Tensor::from_shared_bytes(d, &shape, bytes::Bytes::from_owner(owned))?.to_aligned(),
+                        ));
+                    }
+                }
                 None => {
                     // Dynamic shape: take OpenVINO's tensor over (no copy), and give the request
                     // a fresh tensor so the next inference cannot overwrite the one we took.
                     let ovt = slot.req.output(j).map_err(err)?;
-                    let shape = ovt.shape().map_err(err)?;
+                    // The C API cannot describe a rank-0 shape (`ov_tensor_get_shape` fails on
+                    // scalars); the port says when an output is a scalar.
+                    let shape = match ovt.shape() {
+                        Ok(s) => s,
+                        Err(_) if self.outputs[j].dims.as_deref() == Some(&[]) => vec![],
+                        Err(e) => return Err(err(e)),
+                    };
                     let d = self.outputs[j].dtype.ok_or_else(|| Error::invalid("output element type unknown"))?;
                     let owned = OwnedOvBytes::new(ovt).map_err(err)?;
                     let next = OvTensor::allocate(d, &shape).map_err(err)?;
