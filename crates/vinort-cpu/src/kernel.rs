@@ -109,3 +109,63 @@ where
 
 /// Highest opset of the default domain vinort knows (ONNX 1.23).
 pub const MAX_OPSET: i64 = 28;
+
+/// Runs `$body` with `$T` bound to the Rust type of a numeric element type (floats including
+/// f16/bf16, and 8- to 64-bit integers); any other type goes to the `$other => $fallback` arm.
+/// The one dtype dispatch kernel families share.
+macro_rules! with_numeric {
+    ($dtype:expr, |$T:ident| $body:expr, $other:pat => $fallback:expr) => {
+        match $dtype {
+            vinort_ir::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            vinort_ir::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            vinort_ir::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            vinort_ir::DType::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            vinort_ir::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            vinort_ir::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            vinort_ir::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            vinort_ir::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            vinort_ir::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            vinort_ir::DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            vinort_ir::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            vinort_ir::DType::U64 => {
+                type $T = u64;
+                $body
+            }
+            $other => $fallback,
+        }
+    };
+}
+pub(crate) use with_numeric;

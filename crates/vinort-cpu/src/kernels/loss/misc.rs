@@ -120,59 +120,13 @@ pub fn det(mut a: Vec<f64>, m: usize) -> f64 {
 macro_rules! dispatch_elem {
     ($dt:expr, $T:ident => $body:expr) => {
         match $dt {
-            DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            DType::F16 => {
-                type $T = half::f16;
-                $body
-            }
-            DType::BF16 => {
-                type $T = half::bf16;
-                $body
-            }
-            DType::I8 => {
-                type $T = i8;
-                $body
-            }
-            DType::I16 => {
-                type $T = i16;
-                $body
-            }
-            DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            DType::U8 => {
-                type $T = u8;
-                $body
-            }
-            DType::U16 => {
-                type $T = u16;
-                $body
-            }
-            DType::U32 => {
-                type $T = u32;
-                $body
-            }
-            DType::U64 => {
-                type $T = u64;
-                $body
-            }
             DType::Bool => {
                 type $T = bool;
                 $body
             }
-            other => Err(Error::unsupported(format!("element type {other}"))),
+            other => $crate::kernel::with_numeric!(other, |$T| $body, other => {
+                Err(Error::unsupported(format!("element type {other}")))
+            }),
         }
     };
 }

@@ -139,57 +139,9 @@ num_half!(half::f16, half::bf16);
 /// refused with [`Error::Unsupported`] naming `$op`.
 macro_rules! with_num {
     ($dtype:expr, $op:expr, |$T:ident| $body:expr) => {
-        match $dtype {
-            DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            DType::F16 => {
-                type $T = half::f16;
-                $body
-            }
-            DType::BF16 => {
-                type $T = half::bf16;
-                $body
-            }
-            DType::I8 => {
-                type $T = i8;
-                $body
-            }
-            DType::I16 => {
-                type $T = i16;
-                $body
-            }
-            DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            DType::U8 => {
-                type $T = u8;
-                $body
-            }
-            DType::U16 => {
-                type $T = u16;
-                $body
-            }
-            DType::U32 => {
-                type $T = u32;
-                $body
-            }
-            DType::U64 => {
-                type $T = u64;
-                $body
-            }
-            other => Err(Error::unsupported(format!("{} does not support {other} tensors", $op))),
-        }
+        $crate::kernel::with_numeric!($dtype, |$T| $body, other => {
+            Err(Error::unsupported(format!("{} does not support {other} tensors", $op)))
+        })
     };
 }
 pub(crate) use with_num;
