@@ -13,14 +13,20 @@ pub mod image;
 pub mod linalg;
 #[cfg(feature = "k-loss")]
 pub mod loss;
+#[cfg(feature = "k-ml")]
+pub mod ml;
 #[cfg(feature = "k-norm")]
 pub mod norm;
 #[cfg(feature = "k-quant")]
 pub mod quant;
+#[cfg(feature = "k-rnn")]
+pub mod rnn;
 #[cfg(feature = "k-sequence")]
 pub mod sequence;
 #[cfg(feature = "k-shape")]
 pub mod shape;
+#[cfg(feature = "k-text")]
+pub mod text;
 
 /// A registry with every kernel of this crate.
 pub fn registry() -> Registry {
@@ -44,5 +50,11 @@ pub fn registry() -> Registry {
     quant::register(&mut r);
     #[cfg(feature = "k-sequence")]
     sequence::register(&mut r);
+    #[cfg(feature = "k-text")]
+    text::register(&mut r);
+    #[cfg(feature = "k-ml")]
+    ml::register(&mut r);
+    #[cfg(feature = "k-rnn")]
+    rnn::register(&mut r);
     r
 }
