@@ -1,9 +1,15 @@
-"""Which node cases do the anchor runtimes pass? (onnxruntime CPU EP, OpenVINO alone in f32)
+"""Which node cases do the anchor runtimes pass?
 
-Usage: $PY scripts/anchors.py NODE_DIR OUT.tsv
-Writes `case<TAB>ort_cpu<TAB>openvino_f32` with pass/fail per case, using the onnx backend
-comparison (rtol 1e-3, atol 1e-7, NaN equal). Sequence/optional cases are compared where both
-runtimes return them; a runtime error counts as fail.
+Usage: $PY scripts/anchors.py NODE_DIR OUT.tsv [COLUMN...]
+COLUMN is one of
+  ort_cpu       onnxruntime CPU EP (the `onnxruntime` wheel of scripts/py-env)
+  openvino_f32  OpenVINO alone, INFERENCE_PRECISION_HINT=f32 (the `openvino` wheel)
+  ort_ovep      onnxruntime + OpenVINO EP (device CPU, precision FP32) + CPU fallback: needs the
+                `onnxruntime-openvino` wheel, i.e. run with the python of `scripts/py-env --ovep`
+(default: ort_cpu openvino_f32). Writes `case<TAB>column...` with pass/fail per case, using the
+onnx backend comparison (rtol 1e-3, atol 1e-7, NaN equal). Columns already in OUT.tsv and not
+asked for are kept, so the three anchors can be measured from two environments. Sequence and
+optional outputs are compared where the runtime returns them; a runtime error counts as fail.
 """
 import os, sys, glob
 import numpy as np
@@ -64,20 +70,60 @@ def run_ov(core, m, sets):
             return False
     return bool(sets)
 
+def run_ovep(m, sets):
+    import onnxruntime as ort
+    if "OpenVINOExecutionProvider" not in ort.get_available_providers():
+        raise SystemExit("this onnxruntime has no OpenVINOExecutionProvider: use the python of scripts/py-env --ovep")
+    s = ort.InferenceSession(m.SerializeToString(),
+                             providers=["OpenVINOExecutionProvider", "CPUExecutionProvider"],
+                             provider_options=[{"device_type": "CPU", "precision": "FP32"}, {}])
+    names = [i.name for i in s.get_inputs()]
+    for ins, outs in sets:
+        got = s.run(None, dict(zip(names, ins)))
+        if len(got) != len(outs) or not all(close(g, w) for g, w in zip(got, outs)):
+            return False
+    return bool(sets)
+
 def main():
-    import openvino as ov
-    core = ov.Core()
     root, out = sys.argv[1], sys.argv[2]
-    rows = []
+    columns = sys.argv[3:] or ["ort_cpu", "openvino_f32"]
+    core = None
+    if "openvino_f32" in columns:
+        import openvino as ov
+        core = ov.Core()
+    runners = {
+        "ort_cpu": lambda m, sets: run_ort(m, sets),
+        "openvino_f32": lambda m, sets: run_ov(core, m, sets),
+        "ort_ovep": lambda m, sets: run_ovep(m, sets),
+    }
+    for c in columns:
+        if c not in runners:
+            raise SystemExit(f"unknown column {c!r}; known: {', '.join(runners)}")
+    table = {}
+    header = ["case"]
+    if os.path.exists(out):
+        lines = open(out).read().splitlines()
+        header = lines[0].split("\t")
+        for l in lines[1:]:
+            f = l.split("\t")
+            table[f[0]] = dict(zip(header[1:], f[1:]))
+    for c in columns:
+        if c not in header:
+            header.append(c)
     for name, m, sets in cases(root):
-        res = []
-        for f in (lambda: run_ort(m, sets), lambda: run_ov(core, m, sets)):
+        row = table.setdefault(name, {})
+        for c in columns:
             try:
-                res.append("pass" if f() else "fail")
+                row[c] = "pass" if runners[c](m, sets) else "fail"
+            except SystemExit:
+                raise
             except Exception:
-                res.append("fail")
-        rows.append(f"{name}\t{res[0]}\t{res[1]}")
-    open(out, "w").write("case\tort_cpu\topenvino_f32\n" + "\n".join(rows) + "\n")
-    print(sum(r.split("\t")[1] == "pass" for r in rows), "ort;", sum(r.split("\t")[2] == "pass" for r in rows), "openvino")
+                row[c] = "fail"
+    with open(out, "w") as f:
+        f.write("\t".join(header) + "\n")
+        for name in sorted(table):
+            f.write("\t".join([name] + [table[name].get(c, "") for c in header[1:]]) + "\n")
+    for c in header[1:]:
+        print(c, sum(r.get(c) == "pass" for r in table.values()))
 
 main()

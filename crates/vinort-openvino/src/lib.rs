@@ -11,3 +11,4 @@ pub mod probe;
 #[cfg(feature = "ffi")]
 pub mod provider;
 pub mod rules;
+pub mod semantics;

@@ -217,6 +217,10 @@ impl ExecutionProvider for OpenVinoProvider {
                 cap.refused.push((ix, why));
                 continue;
             }
+            if let Some(why) = crate::semantics::refusal(g, ix) {
+                cap.refused.push((ix, format!("semantics: {why}")));
+                continue;
+            }
             let dtypes: Vec<Option<DType>> =
                 n.inputs.iter().map(|v| v.and_then(|v| g.value(v).ty.tensor_dtype())).collect();
             match rules::lookup(&n.domain, &n.op_type, n.opset, &s.table_device, &dtypes) {

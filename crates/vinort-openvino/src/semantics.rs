@@ -1,0 +1,422 @@
+//! Refusals that depend on a node's attributes, constant inputs or shapes.
+//!
+//! The measured table ([`crate::rules`]) is keyed by op, opset and element type, and its probes
+//! use default attributes and random data. Some ONNX semantics OpenVINO 2026.4 gets wrong only
+//! under particular attributes, input kinds or data (infinities, ties, empty reductions). The
+//! ONNX node tests found each of these; every rule below names what OpenVINO does instead, so a
+//! node that matches one is refused and runs on the next provider. The rule of this module:
+//! when the wrong case cannot be excluded from the graph alone (it depends on run-time data),
+//! the node is refused.
+//!
+//! [`refusal`] is asked before the table; `None` means "no semantic objection".
+
+use vinort_ir::{DType, Dim, Graph, Node, NodeIndex, ValueType};
+
+/// Why OpenVINO must not run this node, if a semantic rule says so.
+pub fn refusal(g: &Graph, ix: NodeIndex) -> Option<String> {
+    let n = g.node(ix);
+    if !matches!(n.domain.as_str(), "" | "ai.onnx") {
+        return None;
+    }
+    match n.op_type.as_str() {
+        "Cast" | "CastLike" => cast(g, n),
+        "ReduceMax" | "ReduceMin" => extremum_reduction(g, n),
+        "MaxPool" => max_pool(g, n),
+        "Resize" => resize(g, n),
+        "Tile" => tile(g, n),
+        "TopK" => Some(
+            "OpenVINO 2026.4 orders equal values differently from ONNX (ties must keep the lower index \
+             first; test_top_k_same_values returns index 0 for every tie), and ties depend on run-time data"
+                .into(),
+        ),
+        "NonMaxSuppression" => Some(
+            "OpenVINO 2026.4 also suppresses boxes whose IoU equals iou_threshold (ONNX suppresses only \
+             above it; test_nonmaxsuppression_iou_threshold_boundary keeps 1 box instead of 2), and the \
+             IoU values depend on run-time data"
+                .into(),
+        ),
+        "DynamicQuantizeLinear" => Some(
+            "OpenVINO 2026.4 rounds the zero point differently from ONNX's round-half-to-even \
+             (test_dynamicquantizelinear: 25 instead of 26)"
+                .into(),
+        ),
+        "LSTM" => lstm(g, n),
+        "RNN" | "GRU" if n.attr_or::<i64>("layout", 0).unwrap_or(0) != 0 => Some(format!(
+            "OpenVINO 2026.4 reads {} layout=1 (batch-major) inputs as sequence-major (test_lstm_batchwise)",
+            n.op_type
+        )),
+        "Attention" => Some(
+            "OpenVINO 2026.4 gives wrong results for the opset 23/24 Attention op with sliding windows, \
+             causal masks combined with past key/values or bias, and bfloat16 inputs (13 ONNX node tests \
+             differ, e.g. test_attention_local_window)"
+                .into(),
+        ),
+        "RoiAlign" => {
+            let mode = n.attr_or::<String>("mode", "avg".into()).unwrap_or_default();
+            (mode == "max").then(|| {
+                "OpenVINO 2026.4 RoiAlign mode 'max' takes the max over sampling points of the bilinear \
+                 values differently from ONNX (test_roialign_mode_max differs by 0.40)"
+                    .into()
+            })
+        }
+        "SpaceToDepth" => {
+            let mode = n.attr_or::<String>("mode", "DCR".into()).unwrap_or_default();
+            (mode != "DCR").then(|| {
+                format!(
+                    "OpenVINO 2026.4 ignores SpaceToDepth mode '{mode}' and always uses DCR \
+                     (test_spacetodepth_crd_mode_example)"
+                )
+            })
+        }
+        _ => None,
+    }
+}
+
+fn dtype(g: &Graph, n: &Node, input: usize) -> Option<DType> {
+    n.inputs.get(input).copied().flatten().and_then(|v| g.value(v).ty.tensor_dtype())
+}
+
+fn dims(g: &Graph, n: &Node, input: usize) -> Option<Vec<Option<usize>>> {
+    let v = n.inputs.get(input).copied().flatten()?;
+    match &g.value(v).ty {
+        ValueType::Tensor(_, Some(d)) => Some(
+            d.iter()
+                .map(|d| match d {
+                    Dim::Fixed(x) => Some(*x),
+                    _ => None,
+                })
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+fn is_constant(g: &Graph, n: &Node, input: usize) -> bool {
+    n.inputs.get(input).copied().flatten().is_some_and(|v| g.constant(v).is_some())
+}
+
+/// OpenVINO's Convert turns ±inf into ±FLT_MAX whenever double is the source or the target
+/// (measured: f32→f64, f16→f64 and f64→f32 all give 3.4028235e38 for inf; the ONNX node tests
+/// test_cast_FLOAT_to_DOUBLE, test_cast_DOUBLE_to_FLOAT, test_castlike_*_expanded).
+fn cast(g: &Graph, n: &Node) -> Option<String> {
+    let from = dtype(g, n, 0);
+    let to = if n.op_type == "Cast" {
+        n.attr::<i64>("to").ok().flatten().and_then(|t| DType::from_onnx(t as i32))
+    } else {
+        dtype(g, n, 1)
+    };
+    let involves_double = from == Some(DType::F64) || to == Some(DType::F64);
+    let float = |d: Option<DType>| matches!(d, Some(DType::F16 | DType::F32 | DType::F64 | DType::BF16));
+    (involves_double && float(from) && float(to) && from != to).then(|| {
+        format!(
+            "OpenVINO 2026.4 converts ±inf to ±3.4e38 when casting {} to {} (ONNX keeps infinities)",
+            from.map_or("?".into(), |d| d.to_string()),
+            to.map_or("?".into(), |d| d.to_string())
+        )
+    })
+}
+
+/// Max/min over a slice that is empty or all ±inf gives ∓FLT_MAX in OpenVINO instead of ∓inf
+/// (measured: a row of -inf reduces to -3.4028235e38; test_reduce_max_empty_set). Integers are
+/// exact. A float16 reduction alone looks right (FLT_MAX rounds back to inf when the output is
+/// converted to float16), but inside a graph the CPU plugin computes float16 in f32 and the next
+/// node sees -3.4e38 (test_attention_24_qk_matmul_output_mode3_softmax_precision_expanded), so
+/// every float type is refused.
+fn extremum_reduction(g: &Graph, n: &Node) -> Option<String> {
+    let float = matches!(dtype(g, n, 0), Some(DType::F16 | DType::F32 | DType::F64 | DType::BF16));
+    float.then(|| {
+        format!(
+            "OpenVINO 2026.4 {} of an empty or all-{}inf slice gives {}3.4e38 instead of {}inf, \
+             and whether a slice is all infinite depends on run-time data",
+            n.op_type,
+            if n.op_type == "ReduceMax" { "-" } else { "+" },
+            if n.op_type == "ReduceMax" { "-" } else { "+" },
+            if n.op_type == "ReduceMax" { "-" } else { "+" },
+        )
+    })
+}
+
+/// ONNX drops a ceil-mode window that would start inside the end padding (or past the input);
+/// OpenVINO keeps it (test_maxpool_2d_ceil_output_size_reduce_by_one: 2x2 instead of 1x1).
+fn max_pool(g: &Graph, n: &Node) -> Option<String> {
+    if n.attr_or::<i64>("ceil_mode", 0).unwrap_or(0) == 0 {
+        return None;
+    }
+    let why = "OpenVINO 2026.4 keeps a ceil_mode window that starts in the end padding, which ONNX drops";
+    let Some(shape) = dims(g, n, 0) else {
+        return Some(format!("{why}; the input shape is not known, so this cannot be ruled out"));
+    };
+    let spatial = shape.len().saturating_sub(2);
+    let kernel = n.attr::<Vec<i64>>("kernel_shape").ok().flatten().unwrap_or_default();
+    let strides = n.attr::<Vec<i64>>("strides").ok().flatten().unwrap_or_else(|| vec![1; spatial]);
+    let dilations = n.attr::<Vec<i64>>("dilations").ok().flatten().unwrap_or_else(|| vec![1; spatial]);
+    let pads = n.attr::<Vec<i64>>("pads").ok().flatten().unwrap_or_else(|| vec![0; 2 * spatial]);
+    let auto_pad = n.attr_or::<String>("auto_pad", "NOTSET".into()).unwrap_or_default();
+    if auto_pad != "NOTSET" || kernel.len() != spatial || strides.len() != spatial || pads.len() != 2 * spatial {
+        return Some(format!("{why}; this node's padding cannot be checked statically"));
+    }
+    for i in 0..spatial {
+        let Some(size) = shape[i + 2] else {
+            return Some(format!("{why}; spatial dimension {i} is not known"));
+        };
+        let (k, s, d) = (kernel[i], strides[i].max(1), dilations.get(i).copied().unwrap_or(1));
+        let (pb, pe) = (pads[i], pads[i + spatial]);
+        let span = size as i64 + pb + pe - ((k - 1) * d + 1);
+        if span < 0 {
+            continue;
+        }
+        let ceil_out = (span + s - 1) / s + 1;
+        if (ceil_out - 1) * s >= size as i64 + pb {
+            return Some(format!("{why} (spatial dimension {i}: size {size}, kernel {k}, stride {s})"));
+        }
+    }
+    None
+}
+
+/// Resize attributes OpenVINO 2026.4 does not honour (each found by an ONNX node test).
+fn resize(g: &Graph, n: &Node) -> Option<String> {
+    let s = |name: &str, default: &str| n.attr_or::<String>(name, default.into()).unwrap_or_default();
+    if n.attr_or::<i64>("antialias", 0).unwrap_or(0) != 0 {
+        return Some("OpenVINO 2026.4 ignores Resize antialias=1 (test_resize_downsample_*_antialias)".into());
+    }
+    let policy = s("keep_aspect_ratio_policy", "stretch");
+    if policy != "stretch" {
+        return Some(format!(
+            "OpenVINO 2026.4 ignores Resize keep_aspect_ratio_policy='{policy}' (test_resize_*_nearest_{policy})"
+        ));
+    }
+    let mode = s("mode", "nearest");
+    if mode == "cubic" && n.attr_or::<i64>("exclude_outside", 0).unwrap_or(0) != 0 {
+        return Some(
+            "OpenVINO 2026.4 ignores Resize exclude_outside=1 for cubic mode (test_resize_*_cubic_A_n0p5_exclude_outside)"
+                .into(),
+        );
+    }
+    if s("coordinate_transformation_mode", "half_pixel") == "align_corners" && mode != "nearest" && !upsampling(g, n) {
+        return Some(
+            "OpenVINO 2026.4 computes align_corners downsampling wrongly for linear and cubic Resize \
+             (test_resize_downsample_scales_*_align_corners); not provably an upsample here"
+                .into(),
+        );
+    }
+    None
+}
+
+/// Whether every resized axis of this Resize provably grows (constant scales ≥ 1, or constant
+/// sizes ≥ a known input extent).
+fn upsampling(g: &Graph, n: &Node) -> bool {
+    let constant = |i: usize| n.inputs.get(i).copied().flatten().and_then(|v| g.constant(v));
+    if let Some(scales) = constant(2).filter(|t| !t.is_empty()) {
+        return scales.to_vec::<f32>().is_ok_and(|v| v.iter().all(|s| *s >= 1.0));
+    }
+    let (Some(sizes), Some(shape)) = (constant(3), dims(g, n, 0)) else {
+        return false;
+    };
+    let Ok(sizes) = sizes.to_vec::<i64>() else {
+        return false;
+    };
+    sizes.len() == shape.len() && sizes.iter().zip(&shape).all(|(o, i)| i.is_some_and(|i| *o >= i as i64))
+}
+
+/// With `repeats` fed at run time OpenVINO 2026.4 returns garbage (test_tile: every element NaN);
+/// with constant repeats it is exact.
+fn tile(g: &Graph, n: &Node) -> Option<String> {
+    (!is_constant(g, n, 1)).then(|| {
+        "OpenVINO 2026.4 Tile with run-time (non-constant) repeats returns wrong data (test_tile: every element differs)"
+            .into()
+    })
+}
+
+/// Peephole weights (input 7) are mis-applied (test_lstm_with_peepholes differs by 5e-3).
+/// Batch-major layout (layout=1) is read as sequence-major (test_lstm_batchwise differs by 0.26).
+fn lstm(g: &Graph, n: &Node) -> Option<String> {
+    let _ = g;
+    if n.inputs.get(7).copied().flatten().is_some() {
+        return Some(
+            "OpenVINO 2026.4 applies LSTM peephole weights (input P) differently from ONNX (test_lstm_with_peepholes)"
+                .into(),
+        );
+    }
+    (n.attr_or::<i64>("layout", 0).unwrap_or(0) != 0).then(|| {
+        "OpenVINO 2026.4 reads LSTM layout=1 (batch-major) inputs as sequence-major (test_lstm_batchwise)".into()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use onnx::attribute_proto::AttributeType;
+    use prost::Message;
+    use vinort_ir::Model;
+    use vinort_ir::proto::onnx;
+
+    use super::refusal;
+
+    fn attr(name: &str, v: Attr) -> onnx::AttributeProto {
+        let mut a = onnx::AttributeProto { name: Some(name.into()), ..Default::default() };
+        match v {
+            Attr::I(i) => (a.i, a.r#type) = (Some(i), Some(AttributeType::Int as i32)),
+            Attr::S(s) => (a.s, a.r#type) = (Some(s.as_bytes().to_vec().into()), Some(AttributeType::String as i32)),
+            Attr::Is(v) => (a.ints, a.r#type) = (v, Some(AttributeType::Ints as i32)),
+        }
+        a
+    }
+
+    enum Attr {
+        I(i64),
+        S(&'static str),
+        Is(Vec<i64>),
+    }
+
+    fn vi(name: &str, elem: i32, dims: &[i64]) -> onnx::ValueInfoProto {
+        use onnx::tensor_shape_proto::{Dimension, dimension::Value as D};
+        onnx::ValueInfoProto {
+            name: Some(name.into()),
+            r#type: Some(onnx::TypeProto {
+                value: Some(onnx::type_proto::Value::TensorType(onnx::type_proto::Tensor {
+                    elem_type: Some(elem),
+                    shape: Some(onnx::TensorShapeProto {
+                        dim: dims
+                            .iter()
+                            .map(|d| Dimension { value: Some(D::DimValue(*d)), denotation: None })
+                            .collect(),
+                    }),
+                })),
+                denotation: None,
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// The refusal for the single node of a model with these inputs, initializers and attributes.
+    fn verdict(
+        op: &str,
+        opset: i64,
+        inputs: &[onnx::ValueInfoProto],
+        inits: Vec<onnx::TensorProto>,
+        node_inputs: &[&str],
+        attrs: Vec<onnx::AttributeProto>,
+    ) -> Option<String> {
+        let node = onnx::NodeProto {
+            op_type: Some(op.into()),
+            name: Some("n".into()),
+            input: node_inputs.iter().map(|s| s.to_string()).collect(),
+            output: vec!["y".into()],
+            attribute: attrs,
+            ..Default::default()
+        };
+        let graph = onnx::GraphProto {
+            name: Some("g".into()),
+            node: vec![node],
+            input: inputs.to_vec(),
+            output: vec![onnx::ValueInfoProto { name: Some("y".into()), ..Default::default() }],
+            initializer: inits,
+            ..Default::default()
+        };
+        let model = onnx::ModelProto {
+            ir_version: Some(9),
+            opset_import: vec![onnx::OperatorSetIdProto { domain: Some(String::new()), version: Some(opset) }],
+            graph: Some(graph),
+            ..Default::default()
+        };
+        let model = Model::from_bytes(model.encode_to_vec()).expect("test model loads");
+        let g = &model.graph;
+        refusal(g, g.topo_order()[0])
+    }
+
+    fn i64_init(name: &str, v: &[i64]) -> onnx::TensorProto {
+        onnx::TensorProto {
+            name: Some(name.into()),
+            dims: vec![v.len() as i64],
+            data_type: Some(7),
+            int64_data: v.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    fn f32_init(name: &str, v: &[f32]) -> onnx::TensorProto {
+        onnx::TensorProto {
+            name: Some(name.into()),
+            dims: vec![v.len() as i64],
+            data_type: Some(1),
+            float_data: v.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    const F32: i32 = 1;
+    const F64: i32 = 11;
+
+    #[test]
+    fn semantics_cast_involving_double_is_refused_other_casts_are_not() {
+        let x32 = [vi("x", F32, &[4])];
+        let x64 = [vi("x", F64, &[4])];
+        let to = |t: i64| vec![attr("to", Attr::I(t))];
+        assert!(verdict("Cast", 21, &x32, vec![], &["x"], to(11)).unwrap().contains("±inf"));
+        assert!(verdict("Cast", 21, &x64, vec![], &["x"], to(1)).is_some());
+        assert_eq!(verdict("Cast", 21, &x32, vec![], &["x"], to(10)), None);
+        assert_eq!(verdict("Cast", 21, &x64, vec![], &["x"], to(7)), None, "double to int64 keeps no infinities");
+        let like = [vi("x", F32, &[4]), vi("t", F64, &[1])];
+        assert!(verdict("CastLike", 21, &like, vec![], &["x", "t"], vec![]).is_some());
+    }
+
+    #[test]
+    fn semantics_float_max_min_reductions_refused_integer_ones_not() {
+        assert!(verdict("ReduceMax", 18, &[vi("x", F32, &[2, 3])], vec![], &["x"], vec![]).is_some());
+        assert!(verdict("ReduceMin", 18, &[vi("x", F32, &[2, 3])], vec![], &["x"], vec![]).is_some());
+        assert_eq!(verdict("ReduceMax", 18, &[vi("x", 7, &[2, 3])], vec![], &["x"], vec![]), None);
+        assert!(verdict("ReduceMax", 18, &[vi("x", 10, &[2, 3])], vec![], &["x"], vec![]).is_some());
+    }
+
+    #[test]
+    fn semantics_maxpool_ceil_window_in_padding_is_refused() {
+        let pool = |size: i64, stride: i64, ceil: i64| {
+            verdict(
+                "MaxPool",
+                22,
+                &[vi("x", F32, &[1, 1, size, size])],
+                vec![],
+                &["x"],
+                vec![
+                    attr("kernel_shape", Attr::Is(vec![1, 1])),
+                    attr("strides", Attr::Is(vec![stride, stride])),
+                    attr("ceil_mode", Attr::I(ceil)),
+                ],
+            )
+        };
+        // 2 wide, kernel 1, stride 2: ceil gives windows at 0 and 2; the one at 2 lies past the input.
+        assert!(pool(2, 2, 1).is_some());
+        // 3 wide: windows at 0 and 2, both inside.
+        assert_eq!(pool(3, 2, 1), None);
+        assert_eq!(pool(2, 2, 0), None);
+    }
+
+    #[test]
+    fn semantics_resize_attributes() {
+        let x = [vi("x", F32, &[1, 1, 4, 4])];
+        let scales = |s: f32| vec![f32_init("scales", &[1.0, 1.0, s, s])];
+        let ins = ["x", "", "scales"];
+        let r = |s: f32, attrs| verdict("Resize", 19, &x, scales(s), &ins, attrs);
+        assert!(r(0.5, vec![attr("antialias", Attr::I(1)), attr("mode", Attr::S("linear"))]).is_some());
+        assert!(r(2.0, vec![attr("keep_aspect_ratio_policy", Attr::S("not_larger"))]).is_some());
+        assert!(r(2.0, vec![attr("mode", Attr::S("cubic")), attr("exclude_outside", Attr::I(1))]).is_some());
+        let ac =
+            || vec![attr("mode", Attr::S("linear")), attr("coordinate_transformation_mode", Attr::S("align_corners"))];
+        assert!(r(0.5, ac()).is_some(), "align_corners downsampling is refused");
+        assert_eq!(r(2.0, ac()), None, "align_corners upsampling is fine");
+        assert_eq!(r(0.5, vec![attr("mode", Attr::S("linear"))]), None);
+    }
+
+    #[test]
+    fn semantics_tile_needs_constant_repeats_and_lstm_no_peepholes() {
+        let x = vi("x", F32, &[2, 3]);
+        assert!(verdict("Tile", 13, &[x.clone(), vi("r", 7, &[2])], vec![], &["x", "r"], vec![]).is_some());
+        assert_eq!(
+            verdict("Tile", 13, std::slice::from_ref(&x), vec![i64_init("r", &[2, 1])], &["x", "r"], vec![]),
+            None
+        );
+        assert!(
+            verdict("TopK", 11, std::slice::from_ref(&x), vec![i64_init("k", &[1])], &["x", "k"], vec![]).is_some()
+        );
+        assert_eq!(verdict("Relu", 14, &[x], vec![], &["x"], vec![]), None);
+    }
+}
