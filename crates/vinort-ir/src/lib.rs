@@ -24,6 +24,7 @@ pub mod graph;
 pub mod infer;
 pub mod load;
 pub mod provider;
+pub mod stats;
 pub mod tensor;
 pub mod tensor_proto;
 pub mod value;

@@ -63,6 +63,7 @@ impl AlignedBuf {
         }
         let layout = Layout::from_size_align(len, ALIGN)
             .unwrap_or_else(|_| panic!("allocation of {len} bytes exceeds the address space"));
+        crate::stats::record_alloc(len);
         // SAFETY: layout has a non-zero size.
         let raw = unsafe { alloc_zeroed(layout) };
         let Some(ptr) = NonNull::new(raw) else { std::alloc::handle_alloc_error(layout) };
@@ -209,6 +210,7 @@ impl Tensor {
     /// A tensor copied from a slice.
     pub fn from_slice<T: Elem>(shape: &[usize], data: &[T]) -> Result<Tensor> {
         check_len(shape, data.len())?;
+        crate::stats::record_copy(std::mem::size_of_val(data));
         Ok(Tensor::build::<T>(shape, |out| out.copy_from_slice(data)))
     }
 
@@ -390,6 +392,7 @@ impl Tensor {
             {
                 let mut buf = AlignedBuf::zeroed(bytes.len());
                 buf.as_mut_slice().copy_from_slice(bytes);
+                crate::stats::record_copy(bytes.len());
                 Tensor::from_aligned(self.dtype, &self.shape, buf)
             }
             _ => self.clone(),
@@ -413,6 +416,7 @@ impl Tensor {
             Data::Bytes { bytes, origin: Origin::Borrowed } => {
                 let mut buf = AlignedBuf::zeroed(bytes.len());
                 buf.as_mut_slice().copy_from_slice(bytes);
+                crate::stats::record_copy(bytes.len());
                 Tensor::from_aligned(self.dtype, &self.shape, buf)
             }
             _ => self,

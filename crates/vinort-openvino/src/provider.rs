@@ -577,6 +577,7 @@ impl Compiled {
                     let d = self.outputs[j].dtype.ok_or_else(|| Error::invalid("output element type unknown"))?;
                     let owned = OwnedOvBytes::new(ovt).map_err(err)?;
                     let next = OvTensor::allocate(d, &shape).map_err(err)?;
+                    vinort_ir::stats::record_alloc(shape.iter().product::<usize>() * d.size());
                     slot.req.set_output(j, &next).map_err(err)?;
                     let bytes = bytes::Bytes::from_owner(owned);
                     // OpenVINO's allocations are aligned; `to_aligned` is a no-op then and a
