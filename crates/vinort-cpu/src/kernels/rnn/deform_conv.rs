@@ -1,0 +1,303 @@
+//! [DeformConv](https://onnx.ai/onnx/operators/onnx__DeformConv.html), opsets 19 and 22 (22
+//! added bfloat16), for 2-D inputs (`X` of rank 4), the only rank the ONNX reference
+//! implementation defines.
+//!
+//! Each kernel tap of each output pixel reads the input at its regular convolution position
+//! moved by that pixel's `offset` (`(dy, dx)` pairs, channel `2 * tap` and `2 * tap + 1` of
+//! the offset group), bilinearly interpolated with zeros outside the image (GridSample with
+//! `align_corners = 1` in pixel units), and scaled by `mask` when given. Channels split into
+//! `offset_group` groups sharing offsets, and into `group` convolution groups as in Conv.
+//!
+//! The sampled values of one image form a column matrix `[C * kH * kW, oH * oW]`; each
+//! convolution group is then one matrix product with its slice of W.
+
+use rayon::prelude::*;
+use vinort_ir::{DType, Error, Node, Result, RunContext, Tensor, Value};
+
+use super::math::{Float, Mat, matmul};
+use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+
+/// Column elements of one image above which sampling runs on rayon tasks per channel.
+const PAR_MIN: usize = 1 << 15;
+
+pub(crate) fn register(r: &mut Registry) {
+    r.add("", "DeformConv", 19..=MAX_OPSET, factory);
+}
+
+/// A compiled DeformConv node.
+#[derive(Debug)]
+pub(crate) struct DeformConv {
+    kernel_shape: Option<[usize; 2]>,
+    dilations: [usize; 2],
+    strides: [usize; 2],
+    /// Begin (top, left) then end (bottom, right).
+    pads: [usize; 4],
+    group: usize,
+    offset_group: usize,
+}
+
+fn ints<const N: usize>(node: &Node, name: &str, default: [usize; N], min: usize) -> Result<[usize; N]> {
+    let Some(v) = node.attr::<Vec<i64>>(name)? else { return Ok(default) };
+    let bad = || node.error(format!("attribute '{name}' must hold {N} integers of at least {min}, got {v:?}"));
+    let v: Vec<usize> =
+        v.iter().map(|x| usize::try_from(*x).ok().filter(|x| *x >= min)).collect::<Option<_>>().ok_or_else(bad)?;
+    v.try_into().map_err(|_| bad())
+}
+
+fn positive(node: &Node, name: &str) -> Result<usize> {
+    let v = node.attr_or(name, 1i64)?;
+    usize::try_from(v)
+        .ok()
+        .filter(|v| *v >= 1)
+        .ok_or_else(|| node.error(format!("attribute '{name}' must be a positive integer, got {v}")))
+}
+
+fn factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    Ok(Box::new(DeformConv::from_node(info)?))
+}
+
+impl DeformConv {
+    pub(crate) fn from_node(info: &NodeInfo<'_>) -> Result<DeformConv> {
+        let n = info.node;
+        for i in 0..5 {
+            if let Some(d) = info.input_dtype(i)
+                && !d.is_float()
+            {
+                return Err(Error::unsupported(format!("DeformConv does not support {d} inputs")));
+            }
+        }
+        if let Some(r) = info.inputs.first().and_then(|t| t.tensor_shape()).map(<[_]>::len)
+            && r != 4
+        {
+            return Err(Error::unsupported(format!("DeformConv runs 2-D inputs (rank 4) only, X has rank {r}")));
+        }
+        let kernel_shape = match n.attr::<Vec<i64>>("kernel_shape")? {
+            Some(_) => Some(ints(n, "kernel_shape", [1, 1], 1)?),
+            None => None,
+        };
+        Ok(DeformConv {
+            kernel_shape,
+            dilations: ints(n, "dilations", [1, 1], 1)?,
+            strides: ints(n, "strides", [1, 1], 1)?,
+            pads: ints(n, "pads", [0; 4], 0)?,
+            group: positive(n, "group")?,
+            offset_group: positive(n, "offset_group")?,
+        })
+    }
+}
+
+impl Kernel for DeformConv {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let x = tensor_in(inputs, 0)?;
+        let y = match x.dtype() {
+            DType::F64 => self.run_typed::<f64>(inputs)?,
+            DType::F32 | DType::F16 | DType::BF16 => self.run_typed::<f32>(inputs)?,
+            d => return Err(Error::unsupported(format!("DeformConv does not support {d} inputs"))),
+        };
+        Ok(vec![y.into()])
+    }
+}
+
+/// Where one tap of one output pixel reads: four input pixels and their bilinear weights
+/// (mask folded in; zero for corners outside the image).
+#[derive(Clone, Copy, Default)]
+struct Sample<T> {
+    idx: [usize; 4],
+    w: [T; 4],
+}
+
+/// Sizes of one image's sampling problem.
+struct Geometry {
+    channels: usize,
+    in_hw: [usize; 2],
+    out_hw: [usize; 2],
+    kernel: [usize; 2],
+}
+
+impl DeformConv {
+    pub(crate) fn run_typed<T: Float>(&self, inputs: &[Option<&Value>]) -> Result<Tensor> {
+        let (x_t, w_t, off_t) = (tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?);
+        let (b_t, mask_t) = (opt_tensor_in(inputs, 3)?, opt_tensor_in(inputs, 4)?);
+        let dtype = x_t.dtype();
+        for (name, t) in [("W", Some(w_t)), ("offset", Some(off_t)), ("B", b_t), ("mask", mask_t)] {
+            if let Some(t) = t
+                && t.dtype() != dtype
+            {
+                return Err(Error::invalid(format!("DeformConv input {name} is {} but X is {dtype}", t.dtype())));
+            }
+        }
+        let &[batch, channels, ih, iw] = x_t.shape() else {
+            return Err(Error::unsupported(format!(
+                "DeformConv runs 2-D inputs (X of rank 4) only, got shape {:?}",
+                x_t.shape()
+            )));
+        };
+        let &[oc, cpg, kh, kw] = w_t.shape() else {
+            return Err(Error::invalid(format!("DeformConv W must have rank 4, got shape {:?}", w_t.shape())));
+        };
+        if let Some(k) = self.kernel_shape
+            && k != [kh, kw]
+        {
+            return Err(Error::invalid(format!(
+                "DeformConv kernel_shape {k:?} differs from W's spatial shape {:?}",
+                [kh, kw]
+            )));
+        }
+        let (group, og) = (self.group, self.offset_group);
+        if cpg * group != channels || oc % group != 0 {
+            return Err(Error::invalid(format!(
+                "DeformConv W of shape {:?} does not fit X with {channels} channels in {group} group(s)",
+                w_t.shape()
+            )));
+        }
+        if channels % og != 0 {
+            return Err(Error::invalid(format!(
+                "DeformConv: {channels} channels do not split into {og} offset groups"
+            )));
+        }
+        let [dh, dw] = self.dilations;
+        let [sh, sw] = self.strides;
+        let [pt, pl, pb, pr] = self.pads;
+        let out_dim = |i: usize, k: usize, d: usize, s: usize, p0: usize, p1: usize| {
+            let span = (k - 1) * d + 1;
+            (i + p0 + p1).checked_sub(span).map(|r| r / s + 1)
+        };
+        let (Some(oh), Some(ow)) = (out_dim(ih, kh, dh, sh, pt, pb), out_dim(iw, kw, dw, sw, pl, pr)) else {
+            return Err(Error::invalid(format!(
+                "DeformConv kernel {:?} with dilations {:?} is larger than the padded input {:?}",
+                [kh, kw],
+                self.dilations,
+                [ih + pt + pb, iw + pl + pr]
+            )));
+        };
+        let taps = kh * kw;
+        let want_off = [batch, og * taps * 2, oh, ow];
+        if off_t.shape() != want_off {
+            return Err(Error::invalid(format!(
+                "DeformConv offset has shape {:?}; expected {want_off:?} (N, offset_group * kH * kW * 2, oH, oW)",
+                off_t.shape()
+            )));
+        }
+        let want_mask = [batch, og * taps, oh, ow];
+        if let Some(m) = mask_t
+            && m.shape() != want_mask
+        {
+            return Err(Error::invalid(format!(
+                "DeformConv mask has shape {:?}; expected {want_mask:?} (N, offset_group * kH * kW, oH, oW)",
+                m.shape()
+            )));
+        }
+        if let Some(b) = b_t
+            && b.shape() != [oc]
+        {
+            return Err(Error::invalid(format!("DeformConv B has shape {:?}; expected [{oc}]", b.shape())));
+        }
+
+        let x = T::load(x_t)?;
+        let w = T::load(w_t)?;
+        let off = T::load(off_t)?;
+        let mask = mask_t.map(T::load).transpose()?;
+        let bias = b_t.map(T::load).transpose()?;
+        let geo = Geometry { channels, in_hw: [ih, iw], out_hw: [oh, ow], kernel: [kh, kw] };
+        let (plane, cols_per_img) = (oh * ow, channels * taps * oh * ow);
+        let (ocg, depth) = (oc / group, cpg * taps);
+        let mut y = vec![T::ZERO; batch * oc * plane];
+        let mut cols = vec![T::ZERO; cols_per_img];
+        for n in 0..batch {
+            let off_n = &off[n * og * taps * 2 * plane..(n + 1) * og * taps * 2 * plane];
+            let mask_n = mask.as_ref().map(|m| &m[n * og * taps * plane..(n + 1) * og * taps * plane]);
+            let x_n = &x[n * channels * ih * iw..(n + 1) * channels * ih * iw];
+            self.columns(&geo, x_n, off_n, mask_n, &mut cols);
+            let y_n = &mut y[n * oc * plane..(n + 1) * oc * plane];
+            for g in 0..group {
+                matmul(
+                    (ocg, plane, depth),
+                    Mat::rows(&w[g * ocg * depth..(g + 1) * ocg * depth], depth),
+                    Mat::rows(&cols[g * depth * plane..(g + 1) * depth * plane], plane),
+                    &mut y_n[g * ocg * plane..(g + 1) * ocg * plane],
+                    false,
+                )?;
+            }
+            if let Some(bias) = &bias {
+                for (row, b) in y_n.chunks_exact_mut(plane.max(1)).zip(bias) {
+                    for v in row {
+                        *v += *b;
+                    }
+                }
+            }
+        }
+        T::store(dtype, &[batch, oc, oh, ow], &y)
+    }
+
+    /// Fills `cols` (`[C * kH * kW, oH * oW]`) with one image's deformed samples.
+    fn columns<T: Float>(&self, geo: &Geometry, x: &[T], off: &[T], mask: Option<&[T]>, cols: &mut [T]) {
+        let [ih, iw] = geo.in_hw;
+        let [oh, ow] = geo.out_hw;
+        let [kh, kw] = geo.kernel;
+        let (taps, plane) = (kh * kw, oh * ow);
+        let og = self.offset_group;
+        let per_og = geo.channels / og;
+        // Sampling positions depend only on (offset group, tap, output pixel), not on the channel.
+        let mut samples = vec![Sample::<T>::default(); og * taps * plane];
+        for (gi, s_g) in samples.chunks_exact_mut(taps * plane).enumerate() {
+            for (tap, s_t) in s_g.chunks_exact_mut(plane).enumerate() {
+                let (ki, kj) = (tap / kw, tap % kw);
+                let dy = &off[(gi * taps + tap) * 2 * plane..][..plane];
+                let dx = &off[((gi * taps + tap) * 2 + 1) * plane..][..plane];
+                let m = mask.map(|m| &m[(gi * taps + tap) * plane..][..plane]);
+                for (p, s) in s_t.iter_mut().enumerate() {
+                    let (oy, ox) = (p / ow, p % ow);
+                    let base_y = (oy * self.strides[0] + ki * self.dilations[0]) as f64 - self.pads[0] as f64;
+                    let base_x = (ox * self.strides[1] + kj * self.dilations[1]) as f64 - self.pads[1] as f64;
+                    let py = T::from_f64(base_y) + dy[p];
+                    let px = T::from_f64(base_x) + dx[p];
+                    *s = bilinear(py, px, ih, iw, m.map_or(T::ONE, |m| m[p]));
+                }
+            }
+        }
+        let fill = |(row, dst): (usize, &mut [T])| {
+            let (c, tap) = (row / taps, row % taps);
+            let src = &x[c * ih * iw..(c + 1) * ih * iw];
+            if src.is_empty() {
+                // An empty image: every sample lies outside it.
+                dst.fill(T::ZERO);
+                return;
+            }
+            let ss = &samples[((c / per_og) * taps + tap) * plane..][..plane];
+            for (d, s) in dst.iter_mut().zip(ss) {
+                *d = s.w[0] * src[s.idx[0]] + s.w[1] * src[s.idx[1]] + s.w[2] * src[s.idx[2]] + s.w[3] * src[s.idx[3]];
+            }
+        };
+        if plane == 0 {
+            return;
+        }
+        if cols.len() >= PAR_MIN {
+            cols.par_chunks_mut(plane).enumerate().for_each(fill);
+        } else {
+            cols.chunks_mut(plane).enumerate().for_each(fill);
+        }
+    }
+}
+
+/// The bilinear sample of an `h x w` image at `(y, x)` in pixel units, zero outside, times
+/// `scale`.
+fn bilinear<T: Float>(y: T, x: T, h: usize, w: usize, scale: T) -> Sample<T> {
+    let (y0, x0) = (y.floor(), x.floor());
+    let (ly, lx) = (y - y0, x - x0);
+    let (hy, hx) = (T::ONE - ly, T::ONE - lx);
+    let (y0, x0) = (y0.to_i64(), x0.to_i64());
+    let mut s = Sample::default();
+    let corners = [
+        (y0, x0, hy * hx),
+        (y0, x0.saturating_add(1), hy * lx),
+        (y0.saturating_add(1), x0, ly * hx),
+        (y0.saturating_add(1), x0.saturating_add(1), ly * lx),
+    ];
+    for (k, (cy, cx, wt)) in corners.into_iter().enumerate() {
+        if (0..h as i64).contains(&cy) && (0..w as i64).contains(&cx) {
+            s.idx[k] = cy as usize * w + cx as usize;
+            s.w[k] = wt * scale;
+        }
+    }
+    s
+}

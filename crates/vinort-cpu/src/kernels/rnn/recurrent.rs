@@ -1,0 +1,571 @@
+//! [RNN](https://onnx.ai/onnx/operators/onnx__RNN.html),
+//! [GRU](https://onnx.ai/onnx/operators/onnx__GRU.html) and
+//! [LSTM](https://onnx.ai/onnx/operators/onnx__LSTM.html), opsets 7, 14 and 22 (opset 14 added
+//! `layout`, 22 bfloat16; the equations have not changed since 7).
+//!
+//! One driver runs all three: the input projection `X @ W^T` of every step is one matrix
+//! product before the recurrence, then each step multiplies the previous hidden state by
+//! `R^T` and applies the cell's gate equations. Biases that only add to a pre-activation are
+//! folded into the input projection; GRU's `Rbh` with `linear_before_reset` is not, since the
+//! reset gate scales it.
+//!
+//! Spec points worth knowing:
+//! - Gate order in W, R and B: RNN `i`; GRU `z, r, h`; LSTM `i, o, f, c`. Peepholes P: `i, o, f`.
+//! - `sequence_lens`: steps at or past a batch entry's length leave its state unchanged and
+//!   write zeros to Y; the reverse direction starts at the entry's last valid step. A length
+//!   of 0 leaves Y_h / Y_c at the initial state, as the ONNX reference implementation does.
+//! - `clip` bounds every gate's pre-activation, after bias and peephole terms are added.
+//! - `input_forget` couples LSTM's gates: `f = 1 - i`.
+//! - `layout = 1` makes X, initial_h/c, Y, Y_h and Y_c batch-major.
+
+use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
+
+use super::activation::{self, Activation, Kind};
+use super::math::{Float, Mat, matmul};
+use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+
+/// Multiply-adds of one direction above which the two directions of a bidirectional node
+/// run on separate rayon tasks.
+const PAR_MIN_DIR: usize = 1 << 16;
+
+pub(crate) fn register(r: &mut Registry) {
+    r.add("", "RNN", 7..=MAX_OPSET, |i| factory(i, Cell::Rnn));
+    r.add("", "GRU", 7..=MAX_OPSET, |i| {
+        let lbr = i.node.attr_or("linear_before_reset", 0i64)?;
+        if !(0..=1).contains(&lbr) {
+            return Err(i.node.error(format!("attribute 'linear_before_reset' must be 0 or 1, got {lbr}")));
+        }
+        factory(i, Cell::Gru { linear_before_reset: lbr == 1 })
+    });
+    r.add("", "LSTM", 7..=MAX_OPSET, |i| {
+        let input_forget = i.node.attr_or("input_forget", 0i64)?;
+        if !(0..=1).contains(&input_forget) {
+            return Err(i.node.error(format!("attribute 'input_forget' must be 0 or 1, got {input_forget}")));
+        }
+        factory(i, Cell::Lstm { input_forget: input_forget == 1 })
+    });
+}
+
+/// The recurrent cell and its variant attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cell {
+    Rnn,
+    Gru { linear_before_reset: bool },
+    Lstm { input_forget: bool },
+}
+
+impl Cell {
+    fn gates(self) -> usize {
+        match self {
+            Cell::Rnn => 1,
+            Cell::Gru { .. } => 3,
+            Cell::Lstm { .. } => 4,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Cell::Rnn => "RNN",
+            Cell::Gru { .. } => "GRU",
+            Cell::Lstm { .. } => "LSTM",
+        }
+    }
+
+    /// The spec's default activations, one per function slot (f; f, g; f, g, h).
+    fn default_activations(self) -> &'static [Kind] {
+        match self {
+            Cell::Rnn => &[Kind::Tanh],
+            Cell::Gru { .. } => &[Kind::Sigmoid, Kind::Tanh],
+            Cell::Lstm { .. } => &[Kind::Sigmoid, Kind::Tanh, Kind::Tanh],
+        }
+    }
+
+    fn outputs(self) -> usize {
+        if matches!(self, Cell::Lstm { .. }) { 3 } else { 2 }
+    }
+}
+
+/// Which ways the sequence is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    Forward,
+    Reverse,
+    Bidirectional,
+}
+
+impl Direction {
+    fn count(self) -> usize {
+        if self == Direction::Bidirectional { 2 } else { 1 }
+    }
+
+    /// Whether direction index `d` reads the sequence backwards.
+    fn reverse(self, d: usize) -> bool {
+        self == Direction::Reverse || d == 1
+    }
+}
+
+/// A compiled RNN, GRU or LSTM node.
+#[derive(Debug)]
+pub(crate) struct Recurrent {
+    pub cell: Cell,
+    pub direction: Direction,
+    pub hidden_size: Option<usize>,
+    pub batch_first: bool,
+    pub clip: Option<f32>,
+    /// `cell.default_activations().len()` functions per direction, forward first.
+    pub acts: Vec<Activation>,
+    /// Which of Y, Y_h, Y_c the node asks for.
+    pub wanted: [bool; 3],
+    /// Number of output slots the node has.
+    pub n_out: usize,
+}
+
+fn factory(info: &NodeInfo<'_>, cell: Cell) -> Result<Box<dyn Kernel>> {
+    Ok(Box::new(Recurrent::from_node(info, cell)?))
+}
+
+impl Recurrent {
+    pub(crate) fn from_node(info: &NodeInfo<'_>, cell: Cell) -> Result<Recurrent> {
+        let n = info.node;
+        for i in [0, 1, 2, 3, 5, 6, 7] {
+            if let Some(d) = info.input_dtype(i)
+                && !d.is_float()
+            {
+                return Err(Error::unsupported(format!("{} does not support {d} inputs", cell.name())));
+            }
+        }
+        let direction = match n.attr_or("direction", "forward".to_string())?.as_str() {
+            "forward" => Direction::Forward,
+            "reverse" => Direction::Reverse,
+            "bidirectional" => Direction::Bidirectional,
+            other => {
+                return Err(
+                    n.error(format!("attribute 'direction' must be forward, reverse or bidirectional, got '{other}'"))
+                );
+            }
+        };
+        let hidden_size = match n.attr::<i64>("hidden_size")? {
+            Some(h) => Some(
+                usize::try_from(h)
+                    .map_err(|_| n.error(format!("attribute 'hidden_size' must not be negative, got {h}")))?,
+            ),
+            None => None,
+        };
+        let batch_first = match n.attr_or("layout", 0i64)? {
+            0 => false,
+            1 => true,
+            l => return Err(n.error(format!("attribute 'layout' must be 0 or 1, got {l}"))),
+        };
+        let clip = n.attr::<f32>("clip")?;
+        if let Some(c) = clip
+            && (c.is_nan() || c < 0.0)
+        {
+            return Err(n.error(format!("attribute 'clip' must be a non-negative threshold, got {c}")));
+        }
+        let acts = activation::parse(n, cell.default_activations(), direction.count())?;
+        if n.outputs.len() > cell.outputs() {
+            return Err(n.error(format!(
+                "{} has at most {} outputs, got {}",
+                cell.name(),
+                cell.outputs(),
+                n.outputs.len()
+            )));
+        }
+        let wanted = [0, 1, 2].map(|i| n.outputs.get(i).is_some_and(Option::is_some));
+        Ok(Recurrent { cell, direction, hidden_size, batch_first, clip, acts, wanted, n_out: n.outputs.len() })
+    }
+}
+
+impl Kernel for Recurrent {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let x = tensor_in(inputs, 0)?;
+        let outs = match x.dtype() {
+            DType::F64 => self.run_typed::<f64>(inputs)?,
+            DType::F32 | DType::F16 | DType::BF16 => self.run_typed::<f32>(inputs)?,
+            d => return Err(Error::unsupported(format!("{} does not support {d} inputs", self.cell.name()))),
+        };
+        Ok(outs.into_iter().map(Value::Tensor).collect())
+    }
+}
+
+/// Sizes of one run.
+#[derive(Clone, Copy, Debug)]
+struct Dims {
+    seq: usize,
+    batch: usize,
+    input: usize,
+    hidden: usize,
+    dirs: usize,
+}
+
+/// `[a, b, inner]` transposed to `[b, a, inner]`.
+fn swap01<T: Copy>(v: &[T], a: usize, b: usize, inner: usize) -> Vec<T> {
+    let mut out = Vec::with_capacity(v.len());
+    for j in 0..b {
+        for i in 0..a {
+            out.extend_from_slice(&v[(i * b + j) * inner..(i * b + j + 1) * inner]);
+        }
+    }
+    out
+}
+
+/// What one direction reads: its slices of the weights and initial states, in compute type.
+struct DirInput<'a, T> {
+    /// `[gates * hidden, input]`.
+    w: &'a [T],
+    /// `[gates * hidden, hidden]`.
+    r: &'a [T],
+    /// `[2 * gates * hidden]`: Wb then Rb.
+    b: Option<&'a [T]>,
+    /// `[3 * hidden]`: peepholes i, o, f.
+    p: Option<&'a [T]>,
+    /// `[batch, hidden]`.
+    h0: Option<&'a [T]>,
+    /// `[batch, hidden]`.
+    c0: Option<&'a [T]>,
+    acts: &'a [Activation],
+    reverse: bool,
+}
+
+/// What one direction produces.
+struct DirOutput<T> {
+    /// `[seq, batch, hidden]`, when Y is wanted.
+    y: Option<Vec<T>>,
+    /// Final hidden state `[batch, hidden]`.
+    h: Vec<T>,
+    /// Final cell state `[batch, hidden]` (LSTM; empty otherwise).
+    c: Vec<T>,
+}
+
+impl Recurrent {
+    fn op(&self) -> &'static str {
+        self.cell.name()
+    }
+
+    fn dims(&self, x: &Tensor, w: &Tensor, r: &Tensor) -> Result<Dims> {
+        let op = self.op();
+        let &[x0, x1, input] = x.shape() else {
+            return Err(Error::invalid(format!("{op} input X must have rank 3, got shape {:?}", x.shape())));
+        };
+        let (seq, batch) = if self.batch_first { (x1, x0) } else { (x0, x1) };
+        let dirs = self.direction.count();
+        let &[_, _, hidden] = r.shape() else {
+            return Err(Error::invalid(format!("{op} input R must have rank 3, got shape {:?}", r.shape())));
+        };
+        if let Some(h) = self.hidden_size
+            && h != hidden
+        {
+            return Err(Error::invalid(format!(
+                "{op} attribute hidden_size is {h} but R of shape {:?} has hidden size {hidden}",
+                r.shape()
+            )));
+        }
+        let gh = self.cell.gates() * hidden;
+        if w.shape() != [dirs, gh, input] {
+            return Err(Error::invalid(format!(
+                "{op} input W has shape {:?}; expected [num_directions, {} * hidden_size, input_size] = {:?}",
+                w.shape(),
+                self.cell.gates(),
+                [dirs, gh, input]
+            )));
+        }
+        if r.shape() != [dirs, gh, hidden] {
+            return Err(Error::invalid(format!(
+                "{op} input R has shape {:?}; expected [num_directions, {} * hidden_size, hidden_size] = {:?}",
+                r.shape(),
+                self.cell.gates(),
+                [dirs, gh, hidden]
+            )));
+        }
+        Ok(Dims { seq, batch, input, hidden, dirs })
+    }
+
+    /// An optional `[dirs, ...]` input (B or P) in compute type, checked against its shape.
+    fn per_dir<T: Float>(&self, t: Option<&Tensor>, name: &str, width: usize, dims: Dims) -> Result<Option<Vec<T>>> {
+        let Some(t) = t else { return Ok(None) };
+        if t.shape() != [dims.dirs, width] {
+            return Err(Error::invalid(format!(
+                "{} input {name} has shape {:?}; expected {:?}",
+                self.op(),
+                t.shape(),
+                [dims.dirs, width]
+            )));
+        }
+        T::load(t).map(Some)
+    }
+
+    /// An optional initial state in compute type, as `[dirs, batch, hidden]`.
+    fn state<T: Float>(&self, t: Option<&Tensor>, name: &str, dims: Dims) -> Result<Option<Vec<T>>> {
+        let Some(t) = t else { return Ok(None) };
+        let Dims { dirs, batch, hidden, .. } = dims;
+        let want = if self.batch_first { [batch, dirs, hidden] } else { [dirs, batch, hidden] };
+        if t.shape() != want {
+            return Err(Error::invalid(format!(
+                "{} input {name} has shape {:?}; expected {want:?}",
+                self.op(),
+                t.shape()
+            )));
+        }
+        let v = T::load(t)?;
+        Ok(Some(if self.batch_first { swap01(&v, batch, dirs, hidden) } else { v }))
+    }
+
+    fn lens(&self, t: Option<&Tensor>, dims: Dims) -> Result<Option<Vec<usize>>> {
+        let Some(t) = t else { return Ok(None) };
+        let op = self.op();
+        if t.shape() != [dims.batch] {
+            return Err(Error::invalid(format!(
+                "{op} input sequence_lens has shape {:?}; expected [{}]",
+                t.shape(),
+                dims.batch
+            )));
+        }
+        t.to_i64_vec()?
+            .into_iter()
+            .map(|l| {
+                usize::try_from(l).ok().filter(|l| *l <= dims.seq).ok_or_else(|| {
+                    Error::invalid(format!("{op} sequence_lens value {l} is outside [0, {}] (seq_length)", dims.seq))
+                })
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Some)
+    }
+
+    pub(crate) fn run_typed<T: Float>(&self, inputs: &[Option<&Value>]) -> Result<Vec<Tensor>> {
+        let op = self.op();
+        let is_lstm = matches!(self.cell, Cell::Lstm { .. });
+        let (x_t, w_t, r_t) = (tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?);
+        let b_t = opt_tensor_in(inputs, 3)?;
+        let lens_t = opt_tensor_in(inputs, 4)?;
+        let h0_t = opt_tensor_in(inputs, 5)?;
+        let (c0_t, p_t) = if is_lstm { (opt_tensor_in(inputs, 6)?, opt_tensor_in(inputs, 7)?) } else { (None, None) };
+        let dtype = x_t.dtype();
+        let named =
+            [("W", Some(w_t)), ("R", Some(r_t)), ("B", b_t), ("initial_h", h0_t), ("initial_c", c0_t), ("P", p_t)];
+        for (name, t) in named {
+            if let Some(t) = t
+                && t.dtype() != dtype
+            {
+                return Err(Error::invalid(format!("{op} input {name} is {} but X is {dtype}", t.dtype())));
+            }
+        }
+        let dims = self.dims(x_t, w_t, r_t)?;
+        let Dims { seq, batch, input, hidden, dirs } = dims;
+        let gh = self.cell.gates() * hidden;
+        let b = self.per_dir::<T>(b_t, "B", 2 * gh, dims)?;
+        let p = self.per_dir::<T>(p_t, "P", 3 * hidden, dims)?;
+        let h0 = self.state::<T>(h0_t, "initial_h", dims)?;
+        let c0 = self.state::<T>(c0_t, "initial_c", dims)?;
+        let lens = self.lens(lens_t, dims)?;
+        let x = T::load(x_t)?;
+        let x = if self.batch_first { swap01(&x, batch, seq, input) } else { x };
+        let (w, r) = (T::load(w_t)?, T::load(r_t)?);
+
+        let per_fn = self.cell.default_activations().len();
+        fn part<T>(v: &Option<Vec<T>>, d: usize, len: usize) -> Option<&[T]> {
+            v.as_deref().map(|v| &v[d * len..(d + 1) * len])
+        }
+        let run = |d: usize| {
+            let input = DirInput {
+                w: &w[d * gh * input..(d + 1) * gh * input],
+                r: &r[d * gh * hidden..(d + 1) * gh * hidden],
+                b: part(&b, d, 2 * gh),
+                p: part(&p, d, 3 * hidden),
+                h0: part(&h0, d, batch * hidden),
+                c0: part(&c0, d, batch * hidden),
+                acts: &self.acts[d * per_fn..(d + 1) * per_fn],
+                reverse: self.direction.reverse(d),
+            };
+            self.run_direction(dims, &x, lens.as_deref(), &input)
+        };
+        let work = seq.saturating_mul(batch).saturating_mul(gh).saturating_mul(input + hidden);
+        let outs: Vec<DirOutput<T>> = if dirs == 2 && work >= PAR_MIN_DIR {
+            let (f, b) = rayon::join(|| run(0), || run(1));
+            vec![f?, b?]
+        } else {
+            (0..dirs).map(run).collect::<Result<_>>()?
+        };
+
+        let placeholder = || Tensor::zeros(dtype, &[0]);
+        let mut result = Vec::with_capacity(self.n_out);
+        if self.n_out > 0 {
+            result.push(if self.wanted[0] {
+                let mut y = vec![T::ZERO; seq * dirs * batch * hidden];
+                for (d, o) in outs.iter().enumerate() {
+                    let yd = o.y.as_deref().ok_or_else(|| Error::invalid(format!("{op}: Y was not computed")))?;
+                    for t in 0..seq {
+                        let dst = (t * dirs + d) * batch * hidden;
+                        y[dst..dst + batch * hidden].copy_from_slice(&yd[t * batch * hidden..(t + 1) * batch * hidden]);
+                    }
+                }
+                if self.batch_first {
+                    T::store(dtype, &[batch, seq, dirs, hidden], &swap01(&y, seq * dirs, batch, hidden))?
+                } else {
+                    T::store(dtype, &[seq, dirs, batch, hidden], &y)?
+                }
+            } else {
+                placeholder()
+            });
+        }
+        let finals = |get: fn(&DirOutput<T>) -> &[T]| -> Result<Tensor> {
+            let all: Vec<T> = outs.iter().flat_map(|o| get(o).iter().copied()).collect();
+            if self.batch_first {
+                T::store(dtype, &[batch, dirs, hidden], &swap01(&all, dirs, batch, hidden))
+            } else {
+                T::store(dtype, &[dirs, batch, hidden], &all)
+            }
+        };
+        if self.n_out > 1 {
+            result.push(if self.wanted[1] { finals(|o| &o.h)? } else { placeholder() });
+        }
+        if self.n_out > 2 {
+            result.push(if self.wanted[2] { finals(|o| &o.c)? } else { placeholder() });
+        }
+        Ok(result)
+    }
+
+    /// Bounds a pre-activation to `[-clip, clip]` (identity without `clip`).
+    fn clip_fn<T: Float>(&self) -> impl Fn(T) -> T + use<T> {
+        let c = self.clip.map(T::from_f32);
+        move |v: T| match c {
+            Some(c) if v > c => c,
+            Some(c) if v < -c => -c,
+            _ => v,
+        }
+    }
+
+    /// Runs the recurrence of one direction over the whole sequence.
+    fn run_direction<T: Float>(
+        &self,
+        dims: Dims,
+        x: &[T],
+        lens: Option<&[usize]>,
+        inp: &DirInput<'_, T>,
+    ) -> Result<DirOutput<T>> {
+        let Dims { seq, batch, input, hidden: h, .. } = dims;
+        let gh = self.cell.gates() * h;
+        let clip = self.clip_fn::<T>();
+        let lbr = matches!(self.cell, Cell::Gru { linear_before_reset: true });
+
+        // Every step's input projection at once: xw[t * batch + b] = X[t, b] @ W^T.
+        let mut xw = vec![T::ZERO; seq * batch * gh];
+        matmul((seq * batch, gh, input), Mat::rows(x, input), Mat::rows(inp.w, input).t(), &mut xw, false)?;
+        let mut rbh: Option<&[T]> = None;
+        if let Some(bias) = inp.b {
+            let (wb, rb) = bias.split_at(gh);
+            // The reset gate scales GRU's Rbh under linear_before_reset, so it stays apart.
+            if lbr {
+                rbh = Some(&rb[2 * h..]);
+            }
+            let folded: Vec<T> =
+                wb.iter().zip(rb).enumerate().map(|(j, (w, r))| if lbr && j >= 2 * h { *w } else { *w + *r }).collect();
+            for row in xw.chunks_exact_mut(gh) {
+                for (v, b) in row.iter_mut().zip(&folded) {
+                    *v += *b;
+                }
+            }
+        }
+
+        let mut hs = inp.h0.map_or_else(|| vec![T::ZERO; batch * h], <[T]>::to_vec);
+        let mut cs = match self.cell {
+            Cell::Lstm { .. } => inp.c0.map_or_else(|| vec![T::ZERO; batch * h], <[T]>::to_vec),
+            _ => Vec::new(),
+        };
+        let mut y = self.wanted[0].then(|| vec![T::ZERO; seq * batch * h]);
+        let mut rec = vec![T::ZERO; batch * gh];
+        // GRU without linear_before_reset: `r ⊙ H` and its product with Rh.
+        let (mut rh, mut rh_r) = match self.cell {
+            Cell::Gru { linear_before_reset: false } => (vec![T::ZERO; batch * h], vec![T::ZERO; batch * h]),
+            _ => (Vec::new(), Vec::new()),
+        };
+        let acts = inp.acts;
+        let act = |i: usize| acts.get(i).copied().ok_or_else(|| Error::invalid("missing activation function"));
+
+        for s in 0..seq {
+            let t = if inp.reverse { seq - 1 - s } else { s };
+            let active: Vec<bool> = (0..batch).map(|b| lens.is_none_or(|l| t < l[b])).collect();
+            if !active.contains(&true) {
+                continue;
+            }
+            let xt = &xw[t * batch * gh..(t + 1) * batch * gh];
+            match self.cell {
+                Cell::Rnn => {
+                    let f = act(0)?;
+                    matmul((batch, h, h), Mat::rows(&hs, h), Mat::rows(inp.r, h).t(), &mut rec, false)?;
+                    for b in (0..batch).filter(|b| active[*b]) {
+                        let span = b * h..(b + 1) * h;
+                        for ((hv, xv), rv) in hs[span.clone()].iter_mut().zip(&xt[span.clone()]).zip(&rec[span]) {
+                            *hv = f.eval(clip(*xv + *rv));
+                        }
+                    }
+                }
+                Cell::Lstm { input_forget } => {
+                    let (f, g, hact) = (act(0)?, act(1)?, act(2)?);
+                    matmul((batch, gh, h), Mat::rows(&hs, h), Mat::rows(inp.r, h).t(), &mut rec, false)?;
+                    for b in (0..batch).filter(|b| active[*b]) {
+                        let pre = &rec[b * gh..(b + 1) * gh];
+                        let xr = &xt[b * gh..(b + 1) * gh];
+                        let gate = |k: usize, j: usize| pre[k * h + j] + xr[k * h + j];
+                        let (hrow, crow) = (&mut hs[b * h..(b + 1) * h], &mut cs[b * h..(b + 1) * h]);
+                        for j in 0..h {
+                            let cp = crow[j];
+                            let peep = |k: usize| inp.p.map_or(T::ZERO, |p| p[k * h + j]);
+                            let i = f.eval(clip(gate(0, j) + peep(0) * cp));
+                            let fg = if input_forget { T::ONE - i } else { f.eval(clip(gate(2, j) + peep(2) * cp)) };
+                            let cand = g.eval(clip(gate(3, j)));
+                            let c = fg * cp + i * cand;
+                            let o = f.eval(clip(gate(1, j) + peep(1) * c));
+                            crow[j] = c;
+                            hrow[j] = o * hact.eval(c);
+                        }
+                    }
+                }
+                Cell::Gru { linear_before_reset: true } => {
+                    let (f, g) = (act(0)?, act(1)?);
+                    matmul((batch, gh, h), Mat::rows(&hs, h), Mat::rows(inp.r, h).t(), &mut rec, false)?;
+                    for b in (0..batch).filter(|b| active[*b]) {
+                        let pre = &rec[b * gh..(b + 1) * gh];
+                        let xr = &xt[b * gh..(b + 1) * gh];
+                        let hrow = &mut hs[b * h..(b + 1) * h];
+                        for j in 0..h {
+                            let z = f.eval(clip(xr[j] + pre[j]));
+                            let r = f.eval(clip(xr[h + j] + pre[h + j]));
+                            let rb = rbh.map_or(T::ZERO, |rb| rb[j]);
+                            let n = g.eval(clip(xr[2 * h + j] + r * (pre[2 * h + j] + rb)));
+                            hrow[j] = (T::ONE - z) * n + z * hrow[j];
+                        }
+                    }
+                }
+                Cell::Gru { linear_before_reset: false } => {
+                    let (f, g) = (act(0)?, act(1)?);
+                    // z and r first; the candidate's recurrent product needs r ⊙ H.
+                    let zr = &mut rec[..batch * 2 * h];
+                    matmul((batch, 2 * h, h), Mat::rows(&hs, h), Mat::rows(&inp.r[..2 * h * h], h).t(), zr, false)?;
+                    for b in 0..batch {
+                        for j in 0..h {
+                            let (zi, ri) = (b * 2 * h + j, b * 2 * h + h + j);
+                            zr[zi] = f.eval(clip(xt[b * gh + j] + zr[zi]));
+                            zr[ri] = f.eval(clip(xt[b * gh + h + j] + zr[ri]));
+                            rh[b * h + j] = zr[ri] * hs[b * h + j];
+                        }
+                    }
+                    matmul((batch, h, h), Mat::rows(&rh, h), Mat::rows(&inp.r[2 * h * h..], h).t(), &mut rh_r, false)?;
+                    for b in (0..batch).filter(|b| active[*b]) {
+                        for j in 0..h {
+                            let z = rec[b * 2 * h + j];
+                            let n = g.eval(clip(xt[b * gh + 2 * h + j] + rh_r[b * h + j]));
+                            hs[b * h + j] = (T::ONE - z) * n + z * hs[b * h + j];
+                        }
+                    }
+                }
+            }
+            if let Some(y) = y.as_mut() {
+                for b in (0..batch).filter(|b| active[*b]) {
+                    let dst = (t * batch + b) * h;
+                    y[dst..dst + h].copy_from_slice(&hs[b * h..(b + 1) * h]);
+                }
+            }
+        }
+        Ok(DirOutput { y, h: hs, c: cs })
+    }
+}
