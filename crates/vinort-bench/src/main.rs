@@ -1,0 +1,127 @@
+//! `vinort-bench`: vinort side by side with ONNX Runtime (CPU EP, OpenVINO EP) and native
+//! OpenVINO, on the same models, inputs and thread counts, one process per runtime.
+//!
+//! * `vinort-bench measure --runtime R MODEL_DIR` measures one runtime on one model in this
+//!   process and prints one JSON line: session creation, first inference, the latencies.
+//! * `vinort-bench table MODEL_DIR...` runs `measure` as a child process for every model and
+//!   runtime (each ONNX Runtime build is a different shared library, and one process can load
+//!   only one), then writes the tables with ratios to `docs/performance.md` (or `--out`).
+//!
+//! The ONNX Runtime columns need `--features anchors` and the wheels of `scripts/py-env` and
+//! `scripts/py-env --ovep`; `scripts/perf-table` does all of it.
+
+mod anchors;
+mod measure;
+mod report;
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+pub use measure::Measurement;
+
+/// Every runtime the harness knows, by the name used on the command line and in the tables.
+pub const RUNTIMES: &[(&str, &str)] = &[
+    ("vinort-ov-f32", "vinort [OpenVino(CPU, FP32), Cpu]"),
+    ("vinort-ov", "vinort [OpenVino(CPU, default precision), Cpu]"),
+    ("vinort-cpu", "vinort [Cpu]"),
+    ("openvino-f32", "OpenVINO 2026.4 native, f32"),
+    ("openvino", "OpenVINO 2026.4 native, default precision"),
+    ("ort-cpu", "ONNX Runtime 1.31 CPU EP"),
+    ("ort-ovep", "ONNX Runtime 1.24 + OpenVINO EP (CPU)"),
+];
+
+#[derive(Parser)]
+#[command(name = "vinort-bench", about = "vinort against ONNX Runtime and native OpenVINO, side by side")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Measure one runtime on one model (a folder with model.onnx and test_data_set_0) in this process.
+    Measure {
+        /// One of: vinort-ov-f32, vinort-ov, vinort-cpu, openvino-f32, openvino, ort-cpu, ort-ovep.
+        #[arg(long)]
+        runtime: String,
+        /// Measured runs after warm-up.
+        #[arg(long, default_value_t = 30)]
+        runs: usize,
+        /// Warm-up runs.
+        #[arg(long, default_value_t = 5)]
+        warmup: usize,
+        /// Threads for every runtime (intra-op threads, INFERENCE_NUM_THREADS, rayon).
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// Also create a second session with this model cache folder warm (vinort-ov*, openvino*,
+        /// ort-ovep): the first session fills it, the second is timed.
+        #[arg(long)]
+        cache_dir: Option<PathBuf>,
+        model: PathBuf,
+    },
+    /// Measure every runtime on every model, one child process each, and write the tables.
+    Table {
+        #[arg(long, default_value_t = 30)]
+        runs: usize,
+        #[arg(long, default_value_t = 5)]
+        warmup: usize,
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// Runtimes to include (comma list; default all).
+        #[arg(long)]
+        runtimes: Option<String>,
+        /// Where to write the markdown (default: print only).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The command that produced the models and this table, recorded in the document.
+        #[arg(long, default_value = "scripts/perf-table")]
+        command: String,
+        models: Vec<PathBuf>,
+    },
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().command {
+        Command::Measure { runtime, runs, warmup, threads, cache_dir, model } => {
+            if !RUNTIMES.iter().any(|(n, _)| *n == runtime) {
+                bail!("unknown runtime '{runtime}'; known: {}", names().join(", "));
+            }
+            if runs == 0 {
+                bail!("--runs must be at least 1");
+            }
+            let m = measure::measure(&runtime, &model, runs, warmup, threads, cache_dir.as_deref())
+                .with_context(|| format!("{runtime} on {}", model.display()))?;
+            println!("{}", m.to_json());
+            Ok(())
+        }
+        Command::Table { runs, warmup, threads, runtimes, out, command, models } => {
+            if models.is_empty() {
+                bail!("give at least one model folder");
+            }
+            let wanted: Vec<String> = match runtimes {
+                Some(list) => list.split(',').map(|s| s.trim().to_owned()).collect(),
+                None => names().into_iter().map(str::to_owned).collect(),
+            };
+            for w in &wanted {
+                if !RUNTIMES.iter().any(|(n, _)| n == w) {
+                    bail!("unknown runtime '{w}'; known: {}", names().join(", "));
+                }
+            }
+            let doc = report::table(&models, &wanted, runs, warmup, threads, &command)?;
+            match out {
+                Some(path) => {
+                    std::fs::write(&path, &doc).with_context(|| format!("writing {}", path.display()))?;
+                    eprintln!("wrote {}", path.display());
+                }
+                None => print!("{doc}"),
+            }
+            Ok(())
+        }
+    }
+}
+
+fn names() -> Vec<&'static str> {
+    RUNTIMES.iter().map(|(n, _)| *n).collect()
+}
