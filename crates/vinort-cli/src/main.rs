@@ -1,5 +1,8 @@
 //! `vinort`: run ONNX models through ordered execution providers.
 
+mod alloc_count;
+mod perf;
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -7,6 +10,10 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use vinort::ir::tensor_proto::decode_tensor;
 use vinort::{DType, Dim, Provider, Runtime, Session, Tensor, Value};
+
+// Counts heap allocations for `vinort perf`: two relaxed atomic adds per allocation.
+#[global_allocator]
+static ALLOCATOR: alloc_count::Counting = alloc_count::Counting;
 
 #[derive(Parser)]
 #[command(name = "vinort", version, about = "Run ONNX models through OpenVINO and Rust CPU kernels")]
@@ -60,6 +67,9 @@ enum Cmd {
         #[arg(long)]
         strict: bool,
     },
+    /// Measure a model like onnxruntime_perf_test: session creation, first inference, latency
+    /// percentiles, throughput, peak memory, and allocations and tensor copies per inference.
+    Perf(perf::PerfArgs),
     /// The OpenVINO version and devices, or where the library was looked for.
     Devices,
     /// Run ONNX test-case folders (model.onnx + test_data_set_N/input_K.pb, output_K.pb), like
@@ -304,6 +314,7 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
+        Cmd::Perf(args) => perf::perf(&args),
         Cmd::Devices => match vinort::openvino::devices() {
             Ok((version, devices)) => {
                 println!("OpenVINO {version}");

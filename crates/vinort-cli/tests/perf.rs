@@ -1,0 +1,334 @@
+//! `vinort perf` end to end, on the Rust CPU provider so OpenVINO is not needed. No timing
+//! is asserted beyond the ordering of the statistics.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn perf(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vinort")).current_dir(repo()).arg("perf").args(args).output().unwrap()
+}
+
+fn texts(out: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The number after `label` in `text` (e.g. `throughput: ` → 431.7).
+fn number_after(text: &str, label: &str) -> f64 {
+    let rest = &text[text.find(label).unwrap_or_else(|| panic!("no '{label}' in:\n{text}")) + label.len()..];
+    let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+    rest[..end].parse().unwrap_or_else(|_| panic!("no number after '{label}' in:\n{text}"))
+}
+
+#[test]
+fn summary_has_every_field() {
+    let out = perf(&["models/mobilenetv2_tiny", "-e", "cpu", "-r", "20"]);
+    let (text, err) = texts(&out);
+    assert!(out.status.success(), "{text}\n{err}");
+    for want in [
+        "partitions: 1",
+        "[0] Cpu: 57 node(s)",
+        "test_data_set_0/input_0.pb",
+        "session creation: ",
+        "first inference: ",
+        "warm-up: 5 run(s) per thread",
+        "measured: 20 run(s)",
+        "latency (ms): min ",
+        "throughput: ",
+        "peak memory: ",
+        "per inference: ",
+        "heap allocations",
+        "tensor buffers",
+        "tensor copies",
+    ] {
+        assert!(text.contains(want), "missing '{want}' in:\n{text}");
+    }
+    let stats: Vec<f64> = ["min ", "median ", "p90 ", "p99 ", "max "].iter().map(|l| number_after(&text, l)).collect();
+    assert!(stats.windows(2).all(|w| w[0] <= w[1]), "{stats:?}\n{text}");
+    assert!(number_after(&text, "throughput: ") > 0.0, "{text}");
+    // The CPU kernels allocate their output buffers: the counters see them.
+    assert!(number_after(&text, "per inference: ") > 0.0, "{text}");
+    assert!(number_after(&text, "heap allocations (") > 0.0, "{text}");
+}
+
+#[test]
+fn json_is_one_valid_object_with_ordered_statistics() {
+    let out = perf(&["models/mobilenetv2_tiny", "-e", "cpu", "-r", "20", "--json"]);
+    let (text, err) = texts(&out);
+    assert!(out.status.success(), "{text}\n{err}");
+    assert!(!err.contains('\r'), "no progress bar with --json: {err}");
+    let json = json::parse(text.trim()).unwrap_or_else(|e| panic!("{e}:\n{text}"));
+    let get = |path: &[&str]| {
+        path.iter().fold(&json, |v, k| v.get(k).unwrap_or_else(|| panic!("no key {path:?} in:\n{text}")))
+    };
+    let num = |path: &[&str]| get(path).num().unwrap_or_else(|| panic!("{path:?} is not a number in:\n{text}"));
+    assert_eq!(get(&["model"]).str(), Some("models/mobilenetv2_tiny/model.onnx"));
+    assert_eq!(get(&["providers"]), &json::Json::Arr(vec![json::Json::Str("cpu".into())]));
+    assert_eq!(get(&["options"]), &json::Json::Obj(vec![]));
+    assert_eq!(get(&["mode"]).str(), Some("times"));
+    assert_eq!(num(&["runs"]), 20.0);
+    assert_eq!(num(&["concurrency"]), 1.0);
+    for key in ["session_creation_ms", "first_inference_ms", "wall_time_ms", "throughput_per_s", "peak_memory_mib"] {
+        assert!(num(&[key]) > 0.0, "{key} in:\n{text}");
+    }
+    let stats: Vec<f64> = ["min", "median", "p90", "p99", "max"].iter().map(|k| num(&["latency_ms", k])).collect();
+    assert!(stats[0] > 0.0 && stats.windows(2).all(|w| w[0] <= w[1]), "{stats:?}");
+    let mean = num(&["latency_ms", "mean"]);
+    assert!(stats[0] <= mean && mean <= stats[4], "{mean} {stats:?}");
+    for key in ["heap_allocations", "heap_bytes", "tensor_buffers", "tensor_copies"] {
+        assert!(num(&["per_inference", key]) >= 0.0, "{key} in:\n{text}");
+    }
+    let json::Json::Arr(parts) = get(&["partitions"]) else { panic!("partitions is not an array:\n{text}") };
+    assert_eq!(parts.len(), 1);
+    assert_eq!(parts[0].get("provider").and_then(json::Json::str), Some("Cpu"));
+    assert_eq!(parts[0].get("nodes").and_then(json::Json::num), Some(57.0));
+}
+
+#[test]
+fn duration_mode_draws_a_progress_bar_on_stderr() {
+    let out = perf(&["models/mobilenetv2_tiny", "-e", "cpu", "-m", "duration", "-t", "1.5"]);
+    let (text, err) = texts(&out);
+    assert!(out.status.success(), "{text}\n{err}");
+    assert!(text.contains("(duration mode, 1 thread(s))"), "{text}");
+    let bar = err.lines().find(|l| l.contains("\r[")).unwrap_or_else(|| panic!("no bar in stderr: {err:?}"));
+    let last = bar.rsplit('\r').next().unwrap_or_default();
+    assert!(last.starts_with("[###") && last.contains("] 100% ") && last.contains(" runs "), "{last:?}");
+    assert!(last.ends_with("/1.5s"), "{last:?}");
+    assert!(!text.contains('\r'), "the bar belongs on stderr: {text:?}");
+
+    let out = perf(&["models/mobilenetv2_tiny", "-e", "cpu", "-m", "duration", "-t", "1.2", "--no-progress"]);
+    let (text, err) = texts(&out);
+    assert!(out.status.success(), "{text}\n{err}");
+    assert!(!err.contains('\r'), "--no-progress still drew: {err:?}");
+}
+
+#[test]
+fn bad_arguments_are_clear_errors() {
+    for (args, want) in [
+        (&["models/mobilenetv2_tiny", "-e", "cpu", "-i", "precision"][..], "-i: "),
+        (&["models/mobilenetv2_tiny", "-e", "cpu", "-i", "colour|blue"][..], "unknown OpenVINO provider option"),
+        (&["models/mobilenetv2_tiny", "-e", "cpu", "-r", "0"][..], "-r/--runs must be at least 1"),
+        (&["models/mobilenetv2_tiny", "-e", "cpu", "-m", "duration", "-t", "0"][..], "-t/--time must be a positive"),
+        (&["models/mobilenetv2_tiny", "-e", "cpu", "-c", "0"][..], "-c/--concurrent must be at least 1"),
+        (&["models/mobilenetv2_tiny", "-e", "tpu"][..], "unknown provider 'tpu'"),
+        (&["models/mobilenetv2_tiny", "-m", "often"][..], "invalid value 'often'"),
+        (&["models/no_such_model.onnx", "-e", "cpu"][..], "does not exist"),
+        (&["models", "-e", "cpu"][..], "is a folder without model.onnx"),
+    ] {
+        let out = perf(args);
+        let (text, err) = texts(&out);
+        assert!(!out.status.success(), "{args:?} succeeded:\n{text}");
+        assert!(err.contains(want), "{args:?}: missing '{want}' in:\n{err}");
+        assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
+    }
+}
+
+#[test]
+fn concurrent_threads_share_the_runs_and_report_throughput() {
+    // A model file, not a test-case folder: inputs are random.
+    let out = perf(&["models/mobilenetv2_tiny/model.onnx", "-e", "cpu", "-r", "40", "-c", "2"]);
+    let (text, err) = texts(&out);
+    assert!(out.status.success(), "{text}\n{err}");
+    assert!(text.contains("input 'input': float [1, 3, 64, 64] random (seed 0)"), "{text}");
+    assert!(text.contains("measured: 40 run(s)") && text.contains("(times mode, 2 thread(s))"), "{text}");
+    assert!(number_after(&text, "throughput: ") > 0.0, "{text}");
+    assert!(text.contains(" inferences/s"), "{text}");
+}
+
+/// Just enough JSON to check the output is valid: RFC 8259 values, no extensions.
+mod json {
+    #[derive(Debug, PartialEq)]
+    pub enum Json {
+        Null,
+        Bool(bool),
+        Num(f64),
+        Str(String),
+        Arr(Vec<Json>),
+        Obj(Vec<(String, Json)>),
+    }
+
+    impl Json {
+        pub fn get(&self, key: &str) -> Option<&Json> {
+            match self {
+                Json::Obj(fields) => fields.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+                _ => None,
+            }
+        }
+        pub fn num(&self) -> Option<f64> {
+            if let Json::Num(n) = self { Some(*n) } else { None }
+        }
+        pub fn str(&self) -> Option<&str> {
+            if let Json::Str(s) = self { Some(s) } else { None }
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Json, String> {
+        let mut p = Parser { s: text.as_bytes(), i: 0 };
+        let v = p.value()?;
+        p.ws();
+        if p.i != p.s.len() { Err(format!("trailing text at byte {}", p.i)) } else { Ok(v) }
+    }
+
+    struct Parser<'a> {
+        s: &'a [u8],
+        i: usize,
+    }
+
+    impl Parser<'_> {
+        fn ws(&mut self) {
+            while self.s.get(self.i).is_some_and(|b| b" \t\r\n".contains(b)) {
+                self.i += 1;
+            }
+        }
+        fn eat(&mut self, b: u8) -> Result<(), String> {
+            self.ws();
+            if self.s.get(self.i) == Some(&b) {
+                self.i += 1;
+                Ok(())
+            } else {
+                Err(format!("expected '{}' at byte {}", b as char, self.i))
+            }
+        }
+        fn lit(&mut self, word: &str, v: Json) -> Result<Json, String> {
+            if self.s[self.i..].starts_with(word.as_bytes()) {
+                self.i += word.len();
+                Ok(v)
+            } else {
+                Err(format!("bad literal at byte {}", self.i))
+            }
+        }
+        fn value(&mut self) -> Result<Json, String> {
+            self.ws();
+            match self.s.get(self.i) {
+                Some(b'{') => {
+                    self.i += 1;
+                    let mut fields = vec![];
+                    self.ws();
+                    if self.s.get(self.i) == Some(&b'}') {
+                        self.i += 1;
+                        return Ok(Json::Obj(fields));
+                    }
+                    loop {
+                        self.ws();
+                        let k = self.string()?;
+                        self.eat(b':')?;
+                        fields.push((k, self.value()?));
+                        self.ws();
+                        match self.s.get(self.i) {
+                            Some(b',') => self.i += 1,
+                            Some(b'}') => {
+                                self.i += 1;
+                                return Ok(Json::Obj(fields));
+                            }
+                            _ => return Err(format!("expected ',' or '}}' at byte {}", self.i)),
+                        }
+                    }
+                }
+                Some(b'[') => {
+                    self.i += 1;
+                    let mut items = vec![];
+                    self.ws();
+                    if self.s.get(self.i) == Some(&b']') {
+                        self.i += 1;
+                        return Ok(Json::Arr(items));
+                    }
+                    loop {
+                        items.push(self.value()?);
+                        self.ws();
+                        match self.s.get(self.i) {
+                            Some(b',') => self.i += 1,
+                            Some(b']') => {
+                                self.i += 1;
+                                return Ok(Json::Arr(items));
+                            }
+                            _ => return Err(format!("expected ',' or ']' at byte {}", self.i)),
+                        }
+                    }
+                }
+                Some(b'"') => self.string().map(Json::Str),
+                Some(b't') => self.lit("true", Json::Bool(true)),
+                Some(b'f') => self.lit("false", Json::Bool(false)),
+                Some(b'n') => self.lit("null", Json::Null),
+                Some(b'-' | b'0'..=b'9') => self.number(),
+                _ => Err(format!("unexpected byte at {}", self.i)),
+            }
+        }
+        fn number(&mut self) -> Result<Json, String> {
+            let start = self.i;
+            if self.s[self.i] == b'-' {
+                self.i += 1;
+            }
+            let digits = |p: &mut Self| {
+                let from = p.i;
+                while p.s.get(p.i).is_some_and(u8::is_ascii_digit) {
+                    p.i += 1;
+                }
+                p.i - from
+            };
+            let int = digits(self);
+            if int == 0 || (int > 1 && self.s[self.i - int] == b'0') {
+                return Err(format!("bad integer part at byte {start}"));
+            }
+            if self.s.get(self.i) == Some(&b'.') {
+                self.i += 1;
+                if digits(self) == 0 {
+                    return Err(format!("bad fraction at byte {start}"));
+                }
+            }
+            if self.s.get(self.i).is_some_and(|b| *b == b'e' || *b == b'E') {
+                self.i += 1;
+                if self.s.get(self.i).is_some_and(|b| *b == b'+' || *b == b'-') {
+                    self.i += 1;
+                }
+                if digits(self) == 0 {
+                    return Err(format!("bad exponent at byte {start}"));
+                }
+            }
+            let text = std::str::from_utf8(&self.s[start..self.i]).map_err(|e| e.to_string())?;
+            text.parse().map(Json::Num).map_err(|e| format!("{e} at byte {start}"))
+        }
+        fn string(&mut self) -> Result<String, String> {
+            if self.s.get(self.i) != Some(&b'"') {
+                return Err(format!("expected a string at byte {}", self.i));
+            }
+            self.i += 1;
+            let mut out = String::new();
+            loop {
+                let rest = std::str::from_utf8(&self.s[self.i..]).map_err(|e| e.to_string())?;
+                let Some(c) = rest.chars().next() else { return Err("unterminated string".into()) };
+                self.i += c.len_utf8();
+                match c {
+                    '"' => return Ok(out),
+                    '\\' => {
+                        let e = *self.s.get(self.i).ok_or("unterminated escape")?;
+                        self.i += 1;
+                        match e {
+                            b'"' => out.push('"'),
+                            b'\\' => out.push('\\'),
+                            b'/' => out.push('/'),
+                            b'b' => out.push('\u{8}'),
+                            b'f' => out.push('\u{c}'),
+                            b'n' => out.push('\n'),
+                            b'r' => out.push('\r'),
+                            b't' => out.push('\t'),
+                            b'u' => {
+                                let hex = self.s.get(self.i..self.i + 4).ok_or("short \\u escape")?;
+                                let code =
+                                    u32::from_str_radix(std::str::from_utf8(hex).map_err(|e| e.to_string())?, 16)
+                                        .map_err(|e| e.to_string())?;
+                                out.push(char::from_u32(code).ok_or("\\u escape of a surrogate")?);
+                                self.i += 4;
+                            }
+                            _ => return Err(format!("bad escape at byte {}", self.i)),
+                        }
+                    }
+                    c if (c as u32) < 0x20 => return Err(format!("raw control character at byte {}", self.i)),
+                    c => out.push(c),
+                }
+            }
+        }
+    }
+}
