@@ -24,7 +24,7 @@ fn child(model: &Path, runtime: &str, runs: usize, warmup: usize, threads: usize
     if matches!(runtime, "vinort-ov-f32" | "vinort-ov" | "openvino-f32" | "openvino" | "ort-ovep") {
         cmd.arg("--cache-dir").arg(&cache);
     }
-    cmd.arg(model);
+    cmd.arg(model).env("RUST_BACKTRACE", "0");
     eprintln!("measuring {runtime} on {} ...", model.display());
     let out = cmd.output().map_err(|e| e.to_string());
     let _ = std::fs::remove_dir_all(&cache);
@@ -32,8 +32,17 @@ fn child(model: &Path, runtime: &str, runs: usize, warmup: usize, threads: usize
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("failed").to_owned();
-        return Err(last);
+        // anyhow prints "Error: context", then "Caused by:" and the causes: keep the root cause.
+        let lines: Vec<&str> = err.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        let cause = match lines.iter().position(|l| *l == "Caused by:") {
+            Some(i) => lines[i + 1..]
+                .iter()
+                .map(|l| l.trim_start_matches(|c: char| c.is_ascii_digit() || c == ':').trim())
+                .collect::<Vec<_>>()
+                .join("; "),
+            None => lines.last().copied().unwrap_or("failed").to_owned(),
+        };
+        return Err(cause.chars().take(200).collect());
     }
     let line = stdout.lines().rev().find(|l| l.starts_with('{')).ok_or("no measurement printed")?;
     Measurement::from_json(line).map_err(|e| e.to_string())

@@ -149,7 +149,7 @@ pub(super) fn lookup(op: &str) -> Option<Rule> {
         "BatchNormalization" | "LayerNormalization" | "Dropout" | "RMSNormalization" => same_as_first,
         "MatMul" => matmul,
         "Gemm" => gemm,
-        "Conv" => conv,
+        "Conv" | "DeformConv" => conv,
         "MaxPool" | "AveragePool" | "LpPool" => conv,
         "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => global_pool,
         "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1" | "ReduceL2"
@@ -300,7 +300,7 @@ fn conv(c: &InferCtx<'_>) -> Out {
         return Err(n.error("input must have rank >= 3 (N, C, spatial...)"));
     }
     let sp = x.len() - 2;
-    let is_conv = n.op_type == "Conv";
+    let is_conv = matches!(n.op_type.as_str(), "Conv" | "DeformConv");
     let kernel: Vec<i64> = match n.attr::<Vec<i64>>("kernel_shape")? {
         Some(k) => k,
         None if is_conv => match c.shape(1) {
