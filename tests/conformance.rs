@@ -244,10 +244,10 @@ fn conformance_doc(cases: &[TestCase], results: &[(&str, Vec<CaseOutcome>)]) -> 
     }
     let (anchor_cols, anchors) = read_anchors();
     let exceptions = read_anchor_exceptions();
-    out.push_str(&format!(
+    out.push_str(
         "\n## Against the anchors\n\nMeasured on the same cases with `scripts/anchors.py` (same tolerance), \
-         recorded in `tests/conformance/anchors.tsv`:\n\n| runtime | passed |\n|---|---|\n"
-    ));
+         recorded in `tests/conformance/anchors.tsv`:\n\n| runtime | passed |\n|---|---|\n",
+    );
     for (k, col) in anchor_cols.iter().enumerate() {
         let name = match col.as_str() {
             "ort_cpu" => "ONNX Runtime 1.31.1, CPU EP",

@@ -14,6 +14,7 @@ use vinort::Tensor;
 use crate::Measurement;
 
 /// Where the ONNX Runtime library of this runtime is, or every place tried.
+#[cfg_attr(not(feature = "anchors"), allow(dead_code))]
 pub fn library(ovep: bool) -> std::result::Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("ORT_DYLIB_PATH") {
         return Ok(PathBuf::from(p));

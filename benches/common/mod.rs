@@ -1,0 +1,65 @@
+//! Shared by the bench targets: model folders, inputs, sessions, provider lists.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use vinort::ir::tensor_proto::decode_tensor;
+use vinort::openvino::Precision;
+use vinort::{Cpu, OpenVino, Provider, Runtime, Session, Tensor};
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The benchmark-size models, generated on first use by `scripts/gen-bench-models` (seeded, no
+/// downloads; a private Python environment is created if needed).
+pub fn bench_models() -> PathBuf {
+    if let Some(dir) = std::env::var_os("VINORT_BENCH_MODELS") {
+        let dir = PathBuf::from(dir);
+        if dir.join("resnet50/model.onnx").exists() {
+            return dir;
+        }
+    }
+    let out = Command::new(repo().join("scripts/gen-bench-models"))
+        .current_dir(repo())
+        .output()
+        .expect("scripts/gen-bench-models runs (bash and python3 are needed)");
+    assert!(out.status.success(), "scripts/gen-bench-models failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    PathBuf::from(stdout.lines().last().expect("the script prints the folder").trim())
+}
+
+/// `test_data_set_0/input_<i>.pb` of a model folder, with the graph input names.
+pub fn inputs(dir: &Path) -> Vec<(String, Tensor)> {
+    let data = dir.join("test_data_set_0");
+    (0..)
+        .map(|i| data.join(format!("input_{i}.pb")))
+        .take_while(|p| p.exists())
+        .map(|p| decode_tensor(std::fs::read(&p).expect("readable input").into()).expect("valid TensorProto"))
+        .collect()
+}
+
+pub fn session(model_dir: &Path, providers: Vec<Provider>) -> Session {
+    Runtime::load(model_dir.join("model.onnx"))
+        .expect("model loads")
+        .providers(providers)
+        .build()
+        .expect("session builds")
+}
+
+/// Makes a fresh provider list (providers are consumed by a session).
+pub type ProviderList = fn() -> Vec<Provider>;
+
+/// The three provider lists every latency bench compares.
+pub fn provider_lists() -> Vec<(&'static str, ProviderList)> {
+    vec![
+        ("openvino-fp32+cpu", || {
+            vec![OpenVino::cpu().precision(Precision::Fp32).error_on_failure(), Cpu::default().into()]
+        }),
+        ("openvino-default+cpu", || {
+            vec![OpenVino::cpu().precision(Precision::Default).error_on_failure(), Cpu::default().into()]
+        }),
+        ("cpu", || vec![Cpu::default().into()]),
+    ]
+}
