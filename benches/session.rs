@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use vinort::openvino::Precision;
-use vinort::{Cpu, OpenVino, Provider};
+use vinort::{Cpu, Provider};
 
 fn with_cache(dir: &std::path::Path) -> Vec<Provider> {
-    vec![OpenVino::cpu().precision(Precision::Fp32).cache_dir(dir).error_on_failure(), Cpu::default().into()]
+    vec![common::ov_cpu().precision(Precision::Fp32).cache_dir(dir).error_on_failure(), Cpu::default().into()]
 }
 
 fn creation(c: &mut Criterion) {

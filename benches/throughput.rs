@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use vinort::openvino::Precision;
-use vinort::{Cpu, OpenVino, Provider, Session, Tensor};
+use vinort::{Cpu, Provider, Session, Tensor};
 
 fn concurrent(s: &Session, feeds: &[(String, Tensor)], threads: u64, iters: u64) -> Duration {
     let start = Instant::now();
@@ -54,7 +54,7 @@ fn throughput(c: &mut Criterion) {
 }
 
 fn ov(streams: u32) -> Provider {
-    OpenVino::cpu()
+    common::ov_cpu()
         .precision(Precision::Fp32)
         .num_streams(NonZeroU32::new(streams).expect("non-zero"))
         .error_on_failure()

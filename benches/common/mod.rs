@@ -30,6 +30,29 @@ pub fn bench_models() -> PathBuf {
     PathBuf::from(stdout.lines().last().expect("the script prints the folder").trim())
 }
 
+/// `OpenVino::cpu()` pointed at an OpenVINO library: `VINORT_OPENVINO_LIB` when set, else the
+/// private environment of `scripts/py-env` (created on first use), so `cargo bench` works on a
+/// fresh clone without any setup.
+pub fn ov_cpu() -> OpenVino {
+    static LIB: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    let lib = LIB.get_or_init(|| {
+        if let Some(p) = std::env::var_os("VINORT_OPENVINO_LIB") {
+            return Some(PathBuf::from(p));
+        }
+        let out = Command::new(repo().join("scripts/py-env")).current_dir(repo()).output().ok()?;
+        let python = String::from_utf8_lossy(&out.stdout).lines().last()?.trim().to_owned();
+        let libs = Command::new(python)
+            .args(["-c", "import openvino, os; print(os.path.join(os.path.dirname(openvino.__file__), 'libs'))"])
+            .output()
+            .ok()?;
+        Some(PathBuf::from(String::from_utf8_lossy(&libs.stdout).trim()))
+    });
+    match lib {
+        Some(p) => OpenVino::cpu().library_path(p),
+        None => OpenVino::cpu(),
+    }
+}
+
 /// `test_data_set_0/input_<i>.pb` of a model folder, with the graph input names.
 pub fn inputs(dir: &Path) -> Vec<(String, Tensor)> {
     let data = dir.join("test_data_set_0");
@@ -54,11 +77,9 @@ pub type ProviderList = fn() -> Vec<Provider>;
 /// The three provider lists every latency bench compares.
 pub fn provider_lists() -> Vec<(&'static str, ProviderList)> {
     vec![
-        ("openvino-fp32+cpu", || {
-            vec![OpenVino::cpu().precision(Precision::Fp32).error_on_failure(), Cpu::default().into()]
-        }),
+        ("openvino-fp32+cpu", || vec![ov_cpu().precision(Precision::Fp32).error_on_failure(), Cpu::default().into()]),
         ("openvino-default+cpu", || {
-            vec![OpenVino::cpu().precision(Precision::Default).error_on_failure(), Cpu::default().into()]
+            vec![ov_cpu().precision(Precision::Default).error_on_failure(), Cpu::default().into()]
         }),
         ("cpu", || vec![Cpu::default().into()]),
     ]
