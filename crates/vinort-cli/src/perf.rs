@@ -450,18 +450,25 @@ impl Progress {
     /// Draws the final state and ends the line, if a bar was shown at all.
     fn finish(&mut self, elapsed: Duration, done: usize) {
         if self.drawn {
-            self.draw(elapsed, done);
+            self.draw_as(elapsed, done, true);
             let _ = std::io::stderr().write_all(b"\n");
         }
     }
 
     fn draw(&mut self, elapsed: Duration, done: usize) {
+        self.draw_as(elapsed, done, false);
+    }
+
+    /// Draws the bar; `finished` marks a duration-mode phase that ran its full time (the last
+    /// run may have been timed a hair before the deadline, which would read 99%).
+    fn draw_as(&mut self, elapsed: Duration, done: usize, finished: bool) {
         let (total, duration) = match self.phase {
             Phase::Runs(n) | Phase::RunsPerThread(n) => (Some(n), None),
             Phase::For(d) => (None, Some(d.as_secs_f64())),
         };
         let fraction = match (total, duration) {
             (Some(n), _) => done as f64 / n.max(1) as f64,
+            (None, _) if finished => 1.0,
             (None, d) => elapsed.as_secs_f64() / d.unwrap_or(1.0).max(1e-9),
         }
         .clamp(0.0, 1.0);
