@@ -546,6 +546,7 @@ struct PerRun {
     tensor_buffer_bytes: f64,
     tensor_copies: f64,
     tensor_copy_bytes: f64,
+    tensor_reuses: f64,
 }
 
 impl PerRun {
@@ -558,6 +559,7 @@ impl PerRun {
             tensor_buffer_bytes: m.tensors.tensor_alloc_bytes as f64 / n,
             tensor_copies: m.tensors.tensor_copies as f64 / n,
             tensor_copy_bytes: m.tensors.tensor_copy_bytes as f64 / n,
+            tensor_reuses: m.tensors.tensor_reuses as f64 / n,
         }
     }
 }
@@ -589,11 +591,12 @@ impl Report<'_> {
             None => println!("peak memory: unavailable"),
         }
         println!(
-            "per inference: {:.1} heap allocations ({:.0} bytes), {:.1} tensor buffers ({:.0} bytes), {:.1} tensor copies ({:.0} bytes)",
+            "per inference: {:.1} heap allocations ({:.0} bytes), {:.1} tensor buffers allocated ({:.0} bytes), {:.1} reused from the buffer pool, {:.1} tensor copies ({:.0} bytes)",
             per.heap_allocs,
             per.heap_bytes,
             per.tensor_buffers,
             per.tensor_buffer_bytes,
+            per.tensor_reuses,
             per.tensor_copies,
             per.tensor_copy_bytes
         );
@@ -665,13 +668,14 @@ impl Report<'_> {
         field(
             "per_inference",
             format!(
-                "{{\"heap_allocations\": {}, \"heap_bytes\": {}, \"tensor_buffers\": {}, \"tensor_buffer_bytes\": {}, \"tensor_copies\": {}, \"tensor_copy_bytes\": {}}}",
+                "{{\"heap_allocations\": {}, \"heap_bytes\": {}, \"tensor_buffers\": {}, \"tensor_buffer_bytes\": {}, \"tensor_copies\": {}, \"tensor_copy_bytes\": {}, \"tensor_buffers_reused\": {}}}",
                 json_num(per.heap_allocs),
                 json_num(per.heap_bytes),
                 json_num(per.tensor_buffers),
                 json_num(per.tensor_buffer_bytes),
                 json_num(per.tensor_copies),
-                json_num(per.tensor_copy_bytes)
+                json_num(per.tensor_copy_bytes),
+                json_num(per.tensor_reuses)
             ),
         );
         o.push('}');

@@ -1,7 +1,8 @@
 //! Process-wide counters of tensor buffer allocations and tensor data copies.
 //!
 //! Every buffer vinort allocates for tensor data (Rust kernels, aligned copies, OpenVINO
-//! output tensors) and every copy of tensor data it makes is counted here, so `vinort perf`
+//! output tensors), every buffer it reuses from the [`crate::tensor::pool`] instead, and every
+//! copy of tensor data it makes is counted here, so `vinort perf`
 //! can report allocations and copies per inference in steady state. The counters are
 //! relaxed atomics: a few nanoseconds per tensor, never a lock.
 //!
@@ -9,7 +10,7 @@
 //! let before = vinort_ir::stats::snapshot();
 //! let t = vinort_ir::Tensor::from_slice(&[2], &[1.0f32, 2.0]).unwrap();
 //! let d = vinort_ir::stats::snapshot().since(&before);
-//! assert!(d.tensor_allocs >= 1 && d.tensor_copies >= 1);
+//! assert!(d.tensor_allocs + d.tensor_reuses >= 1 && d.tensor_copies >= 1);
 //! # drop(t);
 //! ```
 
@@ -19,6 +20,8 @@ static ALLOCS: AtomicU64 = AtomicU64::new(0);
 static ALLOC_BYTES: AtomicU64 = AtomicU64::new(0);
 static COPIES: AtomicU64 = AtomicU64::new(0);
 static COPY_BYTES: AtomicU64 = AtomicU64::new(0);
+static REUSES: AtomicU64 = AtomicU64::new(0);
+static REUSE_BYTES: AtomicU64 = AtomicU64::new(0);
 
 /// The counters at one moment (or the difference of two moments, see [`Counts::since`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -31,6 +34,10 @@ pub struct Counts {
     pub tensor_copies: u64,
     /// Bytes copied.
     pub tensor_copy_bytes: u64,
+    /// Tensor data buffers taken from the [`crate::tensor::pool`] instead of allocated.
+    pub tensor_reuses: u64,
+    /// Bytes in those buffers.
+    pub tensor_reuse_bytes: u64,
 }
 
 impl Counts {
@@ -41,6 +48,8 @@ impl Counts {
             tensor_alloc_bytes: self.tensor_alloc_bytes.wrapping_sub(earlier.tensor_alloc_bytes),
             tensor_copies: self.tensor_copies.wrapping_sub(earlier.tensor_copies),
             tensor_copy_bytes: self.tensor_copy_bytes.wrapping_sub(earlier.tensor_copy_bytes),
+            tensor_reuses: self.tensor_reuses.wrapping_sub(earlier.tensor_reuses),
+            tensor_reuse_bytes: self.tensor_reuse_bytes.wrapping_sub(earlier.tensor_reuse_bytes),
         }
     }
 }
@@ -52,6 +61,8 @@ pub fn snapshot() -> Counts {
         tensor_alloc_bytes: ALLOC_BYTES.load(Relaxed),
         tensor_copies: COPIES.load(Relaxed),
         tensor_copy_bytes: COPY_BYTES.load(Relaxed),
+        tensor_reuses: REUSES.load(Relaxed),
+        tensor_reuse_bytes: REUSE_BYTES.load(Relaxed),
     }
 }
 
@@ -65,4 +76,10 @@ pub fn record_alloc(bytes: usize) {
 pub fn record_copy(bytes: usize) {
     COPIES.fetch_add(1, Relaxed);
     COPY_BYTES.fetch_add(bytes as u64, Relaxed);
+}
+
+/// Counts one tensor buffer of `bytes` bytes reused from the buffer pool.
+pub fn record_reuse(bytes: usize) {
+    REUSES.fetch_add(1, Relaxed);
+    REUSE_BYTES.fetch_add(bytes as u64, Relaxed);
 }
