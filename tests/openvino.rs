@@ -49,6 +49,31 @@ fn sample_models_run_as_one_openvino_partition_and_match_the_reference() {
 }
 
 #[test]
+fn outputs_the_caller_dropped_are_reused_and_held_ones_are_never_overwritten() {
+    let s = ov_session("mobilenetv2_tiny");
+    let data = model_dir("mobilenetv2_tiny").join("test_data_set_0");
+    let (name, x) = read_pbs(&data, "input").remove(0);
+    let (_, want) = read_pbs(&data, "output").remove(0);
+    let other =
+        vinort::Tensor::from_vec(x.shape(), x.to_vec::<f32>().unwrap().iter().map(|v| 0.5 - v).collect()).unwrap();
+    let run = |t: &vinort::Tensor| s.run([(name.as_str(), t)]).unwrap().into_values().remove(0).into_tensor().unwrap();
+    let a = run(&x);
+    let a_bits = a.to_vec::<f32>().unwrap();
+    // `a` is still held: the next run must write somewhere else.
+    let b = run(&other);
+    assert_ne!(a.data_ptr(), b.data_ptr());
+    assert_eq!(a.to_vec::<f32>().unwrap(), a_bits, "a held output was overwritten by a later run");
+    assert_ne!(b.to_vec::<f32>().unwrap(), a_bits, "the second input gives other logits");
+    // Once the caller drops an output, the request writes into the same buffer again.
+    let b_ptr = b.data_ptr();
+    drop(b);
+    let c = run(&x);
+    assert_eq!(c.data_ptr(), b_ptr, "the dropped output's buffer was not reused");
+    assert_eq!(c.to_vec::<f32>().unwrap(), a_bits);
+    assert_close("output", &vinort::Value::Tensor(c), &want, 1e-4, 1e-6);
+}
+
+#[test]
 fn eight_threads_on_an_openvino_session_agree() {
     let s = ov_session("bert_tiny");
     let data = model_dir("bert_tiny").join("test_data_set_0");

@@ -49,9 +49,15 @@ impl OpenVinoProvider {
         ffi::load_library(self.library.as_deref())?;
         let core = ffi::core()?;
         let version = ffi::version().map_err(|e| e.to_string())?;
-        let available = core.available_devices().map_err(|e| e.to_string())?;
+        // A device that answers a property query is there. Listing every device instead costs
+        // tens of milliseconds (OpenVINO loads and probes every plugin), so the full list is
+        // only asked for when a device does not answer, to say what OpenVINO does see.
         for d in self.options.device.physical_devices() {
             let name = d.to_string();
+            if core.property(&name, "FULL_DEVICE_NAME").is_ok() {
+                continue;
+            }
+            let available = core.available_devices().map_err(|e| e.to_string())?;
             let kind = name.split('.').next().unwrap_or(&name).to_owned();
             if !available
                 .iter()
@@ -63,7 +69,7 @@ impl OpenVinoProvider {
                 ));
             }
         }
-        let props = CoreProps { available };
+        let props = CoreProps::default();
         let mut resolved = self.options.compile_properties(&props).map_err(|e| e.to_string())?;
         if self.options.enable_qdq_optimizer {
             // Said, not silently dropped: ORT rewrites QDQ graphs for NPU here; vinort hands
@@ -131,8 +137,12 @@ fn first_line(s: &str) -> String {
     }
 }
 
+#[derive(Default)]
 struct CoreProps {
-    available: Vec<String>,
+    /// The core's device list, asked for only when a bare `AUTO` needs it.
+    available: std::cell::OnceCell<Vec<String>>,
+    /// Each device's `SUPPORTED_PROPERTIES`, asked for once per device.
+    supported: std::cell::RefCell<std::collections::HashMap<String, Vec<String>>>,
 }
 
 /// Read-only properties OpenVINO lists among a device's supported ones.
@@ -158,15 +168,21 @@ const READ_ONLY: &[&str] = &[
 impl DeviceProperties for CoreProps {
     fn supported(&self, device: &str, key: &str) -> bool {
         let Ok(core) = ffi::core() else { return false };
-        core.property(device, "SUPPORTED_PROPERTIES")
-            .map(|s| s.split([' ', ',', '\n']).any(|k| k.trim() == key))
-            .unwrap_or(false)
+        let mut cache = self.supported.borrow_mut();
+        let keys = cache.entry(device.to_owned()).or_insert_with(|| {
+            core.property(device, "SUPPORTED_PROPERTIES")
+                .map(|s| s.split([' ', ',', '\n']).map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()).collect())
+                .unwrap_or_default()
+        });
+        keys.iter().any(|k| k == key)
     }
     fn mutable(&self, _device: &str, key: &str) -> bool {
         !READ_ONLY.contains(&key)
     }
     fn available_devices(&self) -> Vec<String> {
-        self.available.clone()
+        self.available
+            .get_or_init(|| ffi::core().ok().and_then(|c| c.available_devices().ok()).unwrap_or_default())
+            .clone()
     }
 }
 
@@ -390,6 +406,18 @@ struct Binding {
 struct Slot {
     req: InferRequest,
     inputs: Vec<Option<Binding>>,
+    /// Per output, the OpenVINO tensor the last run handed to the caller, which is still the
+    /// request's output tensor: reused when the caller has dropped it (see `Compiled::infer`).
+    outputs: Vec<Option<Arc<OwnedOvBytes>>>,
+}
+
+/// An output handed to the caller: OpenVINO's tensor, shared with the slot that may reuse it.
+struct HandedOut(Arc<OwnedOvBytes>);
+
+impl AsRef<[u8]> for HandedOut {
+    fn as_ref(&self) -> &[u8] {
+        (*self.0).as_ref()
+    }
 }
 
 struct Pool {
@@ -409,6 +437,8 @@ struct Compiled {
     compiled: CompiledModel,
     inputs: Vec<PortInfo>,
     outputs: Vec<PortInfo>,
+    /// Each output's shape when the port's shape is static.
+    static_outputs: Vec<Option<vinort_ir::Shape>>,
     pool: Pool,
 }
 
@@ -474,10 +504,12 @@ impl OvPartition {
 
 impl Compiled {
     fn new(compiled: CompiledModel, inputs: Vec<PortInfo>, outputs: Vec<PortInfo>, max: usize) -> Compiled {
+        let static_outputs = outputs.iter().map(|p| p.static_shape().map(Into::into)).collect();
         Compiled {
             compiled,
             inputs,
             outputs,
+            static_outputs,
             pool: Pool { free: Mutex::new(vec![]), cv: Condvar::new(), created: Mutex::new(0), max },
         }
     }
@@ -494,7 +526,11 @@ impl Compiled {
                 drop(created);
                 drop(free);
                 let req = self.compiled.infer_request().map_err(|e| Error::invalid(e.to_string()))?;
-                return Ok(Slot { req, inputs: (0..self.inputs.len()).map(|_| None).collect() });
+                return Ok(Slot {
+                    req,
+                    inputs: (0..self.inputs.len()).map(|_| None).collect(),
+                    outputs: (0..self.outputs.len()).map(|_| None).collect(),
+                });
             }
             drop(created);
             free = self.pool.cv.wait(free).unwrap_or_else(|p| p.into_inner());
@@ -534,58 +570,60 @@ impl Compiled {
                 slot.inputs[i] = Some(Binding { ptr, shape: t.shape().to_vec(), _tensor: ov });
             }
         }
-        // Outputs: OpenVINO writes into tensors it allocated for this request, and vinort takes
-        // each one over as the output's storage (no copy), giving the request a fresh tensor
-        // for its next run. Binding our own buffers instead is not reliable: for graphs that
-        // forward an input to an output (Max/Sum of one input, Tile, Dropout, TopK indices
-        // measured on OpenVINO 2026.4.1) the CPU plugin leaves a user-bound output unwritten.
-        let ours: Vec<Option<(Tensor, OvTensor)>> = (0..self.outputs.len()).map(|_| None).collect();
+        // Outputs: OpenVINO writes into the output tensors of the request, and vinort hands
+        // each one to the caller as the output's storage (no copy). Binding buffers of our own
+        // instead is not reliable: for graphs that forward an input to an output (Max/Sum of
+        // one input, Tile, Dropout, TopK indices measured on OpenVINO 2026.4.1) the CPU plugin
+        // leaves a user-bound output unwritten. So the request keeps writing into a tensor we
+        // handed out as long as the caller has dropped it (steady state: no buffer allocated
+        // per run); only when the caller still holds the last result does the request get a
+        // fresh tensor, so a later run never overwrites what the caller holds.
+        for (j, held) in slot.outputs.iter_mut().enumerate() {
+            let Some(arc) = held else { continue };
+            // `get_mut` succeeds only when no clone of the handed-out bytes is alive, and
+            // synchronizes with the thread that dropped the last one.
+            if Arc::get_mut(arc).is_some() {
+                continue;
+            }
+            let d = self.outputs[j].dtype.ok_or_else(|| Error::invalid("output element type unknown"))?;
+            let shape = match &self.static_outputs[j] {
+                Some(s) => s.to_vec(),
+                None => arc.tensor().shape().map_err(err)?,
+            };
+            let next = OvTensor::allocate(d, &shape).map_err(err)?;
+            vinort_ir::stats::record_alloc(shape.iter().product::<usize>() * d.size());
+            slot.req.set_output(j, &next).map_err(err)?;
+            *held = None;
+        }
         slot.req.infer().map_err(err)?;
         let mut out = Vec::with_capacity(self.outputs.len());
-        for (j, o) in ours.into_iter().enumerate() {
-            match o {
-                Some((t, ov)) => {
-                    // OpenVINO honours a bound output buffer except where the compiled graph
-                    // forwards an input (or a constant) straight to the output: then its
-                    // result lives elsewhere. Check the address, and take its tensor over
-                    // when it is not ours.
-                    let got = slot.req.output(j).map_err(err)?;
-                    let (ptr, _) = got.bytes().map_err(err)?;
-                    if std::ptr::eq(ptr, t.data_ptr()) {
-                        drop(ov);
-                        out.push(Value::Tensor(t));
-                    } else {
-                        let shape = got.shape().map_err(err)?;
-                        let d = t.dtype();
-                        let owned = OwnedOvBytes::new(got).map_err(err)?;
-                        out.push(Value::Tensor(
-                            Tensor::from_shared_bytes(d, &shape, bytes::Bytes::from_owner(owned))?.to_aligned(),
-                        ));
-                    }
+        for j in 0..self.outputs.len() {
+            let d = self.outputs[j].dtype.ok_or_else(|| Error::invalid("output element type unknown"))?;
+            let ovt = slot.req.output(j).map_err(err)?;
+            let (ptr, len) = ovt.bytes().map_err(err)?;
+            let shape: vinort_ir::Shape = match &self.static_outputs[j] {
+                Some(s) => s.clone(),
+                // The C API cannot describe a rank-0 shape (`ov_tensor_get_shape` fails on
+                // scalars); the port says when an output is a scalar.
+                None => match ovt.shape() {
+                    Ok(s) => s.into(),
+                    Err(_) if self.outputs[j].dims.as_deref() == Some(&[]) => vinort_ir::Shape::new(),
+                    Err(e) => return Err(err(e)),
+                },
+            };
+            let shared = match &slot.outputs[j] {
+                // The same tensor as last run, written again: hand it out again.
+                Some(a) if (**a).as_ref().as_ptr() == ptr && (**a).as_ref().len() == len && len > 0 => a.clone(),
+                _ => {
+                    let a = Arc::new(OwnedOvBytes::new(ovt).map_err(err)?);
+                    slot.outputs[j] = Some(a.clone());
+                    a
                 }
-                None => {
-                    // Dynamic shape: take OpenVINO's tensor over (no copy), and give the request
-                    // a fresh tensor so the next inference cannot overwrite the one we took.
-                    let ovt = slot.req.output(j).map_err(err)?;
-                    // The C API cannot describe a rank-0 shape (`ov_tensor_get_shape` fails on
-                    // scalars); the port says when an output is a scalar.
-                    let shape = match ovt.shape() {
-                        Ok(s) => s,
-                        Err(_) if self.outputs[j].dims.as_deref() == Some(&[]) => vec![],
-                        Err(e) => return Err(err(e)),
-                    };
-                    let d = self.outputs[j].dtype.ok_or_else(|| Error::invalid("output element type unknown"))?;
-                    let owned = OwnedOvBytes::new(ovt).map_err(err)?;
-                    let next = OvTensor::allocate(d, &shape).map_err(err)?;
-                    vinort_ir::stats::record_alloc(shape.iter().product::<usize>() * d.size());
-                    slot.req.set_output(j, &next).map_err(err)?;
-                    let bytes = bytes::Bytes::from_owner(owned);
-                    // OpenVINO's allocations are aligned; `to_aligned` is a no-op then and a
-                    // safety net otherwise.
-                    let t = Tensor::from_shared_bytes(d, &shape, bytes)?.to_aligned();
-                    out.push(Value::Tensor(t));
-                }
-            }
+            };
+            let bytes = bytes::Bytes::from_owner(HandedOut(shared));
+            // OpenVINO's allocations are aligned; `to_aligned` is a no-op then and a safety
+            // net otherwise.
+            out.push(Value::Tensor(Tensor::from_shared_bytes(d, &shape, bytes)?.to_aligned()));
         }
         Ok(out)
     }
