@@ -186,7 +186,8 @@ impl<S> Plan<S> {
         if inputs.len() != self.inputs.len() {
             return Err(Error::invalid(format!("plan expects {} inputs, got {}", self.inputs.len(), inputs.len())));
         }
-        let mut slots: Vec<Option<Value>> = vec![None; self.slots];
+        // Inline for small plans (a session's plan of a few partitions): no allocation.
+        let mut slots: smallvec::SmallVec<[Option<Value>; 16]> = (0..self.slots).map(|_| None).collect();
         for (s, v) in self.inputs.iter().zip(inputs) {
             slots[*s] = Some((*v).clone());
         }
