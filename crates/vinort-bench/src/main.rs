@@ -69,6 +69,9 @@ enum Command {
         warmup: usize,
         #[arg(long, default_value_t = 2)]
         threads: usize,
+        /// Interleaved rounds per model: every runtime once per round, pooled afterwards.
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
         /// Runtimes to include (comma list; default all).
         #[arg(long)]
         runtimes: Option<String>,
@@ -96,9 +99,12 @@ fn main() -> Result<()> {
             println!("{}", m.to_json());
             Ok(())
         }
-        Command::Table { runs, warmup, threads, runtimes, out, command, models } => {
+        Command::Table { runs, warmup, threads, rounds, runtimes, out, command, models } => {
             if models.is_empty() {
                 bail!("give at least one model folder");
+            }
+            if runs == 0 || rounds == 0 {
+                bail!("--runs and --rounds must be at least 1");
             }
             let wanted: Vec<String> = match runtimes {
                 Some(list) => list.split(',').map(|s| s.trim().to_owned()).collect(),
@@ -109,7 +115,7 @@ fn main() -> Result<()> {
                     bail!("unknown runtime '{w}'; known: {}", names().join(", "));
                 }
             }
-            let doc = report::table(&models, &wanted, runs, warmup, threads, &command)?;
+            let doc = report::table(&models, &wanted, runs, warmup, threads, rounds, &command)?;
             match out {
                 Some(path) => {
                     std::fs::write(&path, &doc).with_context(|| format!("writing {}", path.display()))?;
