@@ -14,7 +14,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 
 fn latency(c: &mut Criterion) {
     let dir = common::bench_models();
-    for name in ["mobilenetv2", "resnet50", "bert_base", "bert_mini", "partition_cnn_bench"] {
+    for name in ["mobilenetv2", "resnet50", "bert_base", "bert_mini", "partition_cnn_bench", "segnet_bench"] {
         let model = dir.join(name);
         let feeds = common::inputs(&model);
         let mut g = c.benchmark_group(name);

@@ -30,13 +30,23 @@ generating all of them.
     bert_base            BERT-base encoder, 12 layers, hidden 768, seq 128 (opset 17)
     bert_mini            BERT-mini encoder, 4 layers, hidden 256, seq 128  (opset 17)
     partition_cnn_bench  ResNet-18 with one DeformConv in stage 2          (opset 19)
+    segnet_bench         SegNet-style encoder-decoder, 3 MaxPool/MaxUnpool pairs,
+                         1x3x224x224 -> logits 1x12x112x112                (opset 17)
+
+partition_cnn_bench and segnet_bench force partitioning: OpenVINO has no
+conversion rule for DeformConv or MaxUnpool. ORT 1.24's CPU EP lacks
+DeformConv, so ORT+OpenVINO EP cannot run partition_cnn_bench at all; it has
+MaxUnpool, so segnet_bench is the partitioned model both vinort and ORT+OVEP
+run, each as OpenVINO pieces around three Cpu MaxUnpool nodes.
 
 Reference outputs come from onnxruntime's CPU execution provider with its
 default graph optimizations and 2 intra-op threads. --verify-openvino (or
 --verify-only, which skips generation) compares OpenVINO CPU (f32 inference
-precision) against them; partition_cnn_bench is expected to be refused by
-OpenVINO as a whole (DeformConv), so its OpenVINO-side pieces (before and
-after the DeformConv) are checked separately.
+precision) against them; a model with an op OpenVINO refuses is checked piece
+by piece instead: every maximal run of other nodes (graph order) runs on
+OpenVINO fed with onnxruntime's values of the tensors it reads, and its
+outputs are compared with onnxruntime's (integer ones, such as the MaxPool
+indices a MaxUnpool reads, exactly).
 """
 
 from __future__ import annotations
@@ -60,12 +70,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate import OPSET, SEED, GraphBuilder, f32, finish_model, i64  # noqa: E402
 
 # scripts/gen-bench-models reads this line (keep it one line, names separated by spaces).
-BENCH_MODELS = "mobilenetv2 resnet50 bert_base bert_mini partition_cnn_bench"
+BENCH_MODELS = "mobilenetv2 resnet50 bert_base bert_mini partition_cnn_bench segnet_bench"
 
 PRODUCER = "vinort models/generate_bench.py"
 DEFORM_OPSET = 19  # DeformConv exists from opset 19
 DEFORM_IR_VERSION = 9  # the IR version that shipped with opset 19
 ORT_THREADS = 2
+REFUSED_BY_OPENVINO = {"DeformConv", "MaxUnpool"}  # no conversion rule in OpenVINO 2026.4's ONNX frontend
 BN_EPS = 1e-5
 STAMP_FILE = ".vinort-bench-stamp"
 MAX_PROTO_BYTES = 2**31 - 1  # protobuf limit for a single serialized model
@@ -271,6 +282,70 @@ def build_partition_cnn_bench(rng: np.random.Generator):
 
 
 # --------------------------------------------------------------------------
+# segnet_bench
+# --------------------------------------------------------------------------
+
+
+SEGNET_WIDTHS = (32, 64, 128)  # encoder stage widths; the decoder mirrors them
+SEGNET_CLASSES = 12
+
+
+def segmentation_io(size: int, classes: int, out_size: int):
+    inputs = [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, size, size])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, classes, out_size, out_size])]
+    return inputs, outputs
+
+
+def build_segnet_bench(rng: np.random.Generator):
+    """SegNet-style encoder-decoder: each encoder stage ends in a MaxPool that also returns
+    its argmax indices, and the mirrored decoder stage starts with a MaxUnpool that puts
+    values back at those positions. OpenVINO 2026.4 has no conversion rule for MaxUnpool
+    while ORT's CPU EP implements it, so vinort and ORT+OpenVINO EP both split the graph
+    into four OpenVINO pieces around three Cpu MaxUnpool nodes."""
+    b = GraphBuilder(rng)
+
+    def conv_relu(x, prefix, cin, cout, gain=np.sqrt(2.0)):
+        return b.node("Relu", [conv(b, x, prefix, cin, cout, 3, gain=gain)], f"{prefix}/Relu")
+
+    x = b.node("Relu", [conv(b, "input", "stem", 3, SEGNET_WIDTHS[0], 3, stride=2)], "stem/Relu")  # 32x112x112
+    cin = SEGNET_WIDTHS[0]
+    indices = []
+    for stage, width in enumerate(SEGNET_WIDTHS):
+        p = f"encoder{stage + 1}"
+        x = conv_relu(x, f"{p}.conv1", cin, width)
+        x = conv_relu(x, f"{p}.conv2", width, width)
+        x, idx = b.node("MaxPool", [x], f"{p}/MaxPool", n_out=2, kernel_shape=[2, 2], strides=[2, 2])
+        indices.append(idx)
+        cin = width  # 32x56x56, 64x28x28, 128x14x14
+    for stage in reversed(range(len(SEGNET_WIDTHS))):
+        p = f"decoder{stage + 1}"
+        # Even sizes throughout, so the inferred output size (2x) is the pre-pool size
+        # and the optional output_shape input is not needed.
+        x = b.node("MaxUnpool", [x, indices[stage]], f"{p}/MaxUnpool", kernel_shape=[2, 2], strides=[2, 2])
+        width = SEGNET_WIDTHS[stage]
+        cout = SEGNET_WIDTHS[max(stage - 1, 0)]
+        # MaxUnpool leaves 3 of every 4 outputs zero, so the conv after it sees a quarter of
+        # the He fan-in: a gain of sqrt(2 * 4) keeps the activations from halving per stage.
+        x = conv_relu(x, f"{p}.conv1", width, width, gain=np.sqrt(2.0 * 4))
+        x = conv_relu(x, f"{p}.conv2", width, cout)  # 64x28x28, 32x56x56, 32x112x112
+    # per-pixel classifier: a plain 1x1 conv with bias (no BN), like the fc of the classifiers
+    cin = SEGNET_WIDTHS[0]
+    w = b.const("classifier.weight", b.normal((SEGNET_CLASSES, cin, 1, 1), 1.0 / np.sqrt(cin)))
+    bias = b.const("classifier.bias", b.normal((SEGNET_CLASSES,), 0.05))
+    b.node("Conv", [x, w, bias], "classifier/Conv", kernel_shape=[1, 1], strides=[1, 1], pads=[0, 0, 0, 0],
+           dilations=[1, 1], group=1)
+    b.nodes[-1].output[0] = "logits"
+    inputs, outputs = segmentation_io(224, SEGNET_CLASSES, 112)
+    model = finish(b, "segnet_bench", inputs, outputs,
+                   "SegNet-style encoder-decoder (224x224x3 -> 12-class logits at 112x112): 3x3/2 conv stem to "
+                   "32ch, encoder stages 32/64/128 of two 3x3 Conv+Relu (BN folded) then MaxPool 2x2/2 with "
+                   "indices, decoder stages mirrored as MaxUnpool with the matching indices then two 3x3 "
+                   "Conv+Relu, 1x1 conv classifier. OpenVINO cannot run MaxUnpool, so the graph partitions "
+                   "OpenVINO -> Cpu -> OpenVINO -> Cpu -> OpenVINO -> Cpu -> OpenVINO.")
+    return model, image_feeds(rng, 224)
+
+
+# --------------------------------------------------------------------------
 # BERT encoders
 # --------------------------------------------------------------------------
 
@@ -405,6 +480,7 @@ BUILDERS = {
     "bert_base": build_bert_base,
     "bert_mini": build_bert_mini,
     "partition_cnn_bench": build_partition_cnn_bench,
+    "segnet_bench": build_segnet_bench,
 }
 assert list(BUILDERS) == BENCH_MODELS.split()
 
@@ -542,49 +618,76 @@ def openvino_run(compiled, feeds: dict[str, np.ndarray], out_names: list[str]):
     return results, t_first, t_warm
 
 
-def verify_split_on_openvino(core, model: onnx.ModelProto, feeds, expected, refused_op: str) -> bool:
-    """OpenVINO refuses `refused_op`: check the pieces before and after it instead,
-    with the cut tensors computed by onnxruntime."""
-    refused = [n for n in model.graph.node if n.op_type == refused_op]
-    cut_in = sorted({i for n in refused for i in n.input if i} - {t.name for t in model.graph.initializer})
-    cut_out = sorted({o for n in refused for o in n.output})
-    # Tensors the tail needs besides the refused nodes' outputs: values produced before the
-    # refused nodes and consumed after them (e.g. the residual block input).
-    order = {o: i for i, n in enumerate(model.graph.node) for o in n.output}
-    first = min(order[o] for o in cut_out)
-    tail_inputs = set(cut_out)
-    for n in model.graph.node[first:]:
-        if n.op_type == refused_op:
-            continue
-        for i in n.input:
-            if i in order and order[i] < first:
-                tail_inputs.add(i)
-    tail_inputs = sorted(tail_inputs)
+def openvino_pieces(model: onnx.ModelProto, refused: set[str]) -> list[list[int]]:
+    """The OpenVINO-side pieces of a graph OpenVINO refuses as a whole: the maximal runs
+    of nodes (indices, graph order) between nodes whose op is in `refused`."""
+    pieces: list[list[int]] = [[]]
+    for i, n in enumerate(model.graph.node):
+        if n.op_type in refused:
+            pieces.append([])
+        else:
+            pieces[-1].append(i)
+    return [p for p in pieces if p]
+
+
+def piece_boundary(model: onnx.ModelProto, piece: list[int]) -> tuple[list[str], list[str]]:
+    """(inputs, outputs) of a piece: the tensors it reads that come from outside it (graph
+    inputs or other nodes; not initializers), and the tensors it makes that are read
+    outside it or are graph outputs."""
+    members = set(piece)
+    made = [o for i in piece for o in model.graph.node[i].output if o]
+    skip = set(made) | {t.name for t in model.graph.initializer}
+    inputs = list(dict.fromkeys(t for i in piece for t in model.graph.node[i].input if t and t not in skip))
+    read_outside = {t for i, n in enumerate(model.graph.node) if i not in members for t in n.input}
+    read_outside |= {o.name for o in model.graph.output}
+    return inputs, [o for o in made if o in read_outside]
+
+
+def compare_exact(label: str, got: np.ndarray, ref: np.ndarray) -> bool:
+    """Integer tensors (MaxPool indices) must match exactly: a MaxUnpool scatters by them."""
+    got = np.asarray(got).reshape(ref.shape)
+    bad = int(np.count_nonzero(got != ref))
+    print(f"    {label}: {ref.dtype} {'equal' if bad == 0 else f'{bad} of {ref.size} DIFFER'} ({ref.size} values)")
+    return bad == 0
+
+
+def verify_split_on_openvino(core, model: onnx.ModelProto, feeds, expected, refused: set[str]) -> bool:
+    """OpenVINO refuses the ops in `refused`: check every OpenVINO-side piece between them
+    instead, fed with the cut tensors computed by onnxruntime."""
+    pieces = [(p, *piece_boundary(model, p)) for p in openvino_pieces(model, refused)]
+    graph_inputs = {i.name for i in model.graph.input}
+    graph_outputs = {o.name for o in model.graph.output}
+    cut = sorted({t for _, ins, outs in pieces for t in ins + outs} - graph_inputs - graph_outputs)
     inferred = onnx.shape_inference.infer_shapes(model)
     infos = {v.name: v for v in inferred.graph.value_info}
+    # One onnxruntime run with every cut tensor appended as an extra graph output.
     probe = onnx.ModelProto()
     probe.CopyFrom(model)
-    for name in sorted(set(cut_in) | set(tail_inputs)):
+    for name in cut:
         probe.graph.output.append(infos[name])
     with tempfile.TemporaryDirectory() as tmp:
         probe_path = Path(tmp) / "probe.onnx"
         onnx.save(probe, probe_path)
         sess = ort_session(probe_path)
-        names = [o.name for o in probe.graph.output]
-        cut = dict(zip(names, sess.run(names, feeds)))
+        values = dict(zip(cut, sess.run(cut, feeds)))
+        del sess
+    values.update(feeds)
+    values.update(expected)
     extractor = onnx.utils.Extractor(inferred)
-    head = extractor.extract_model([i.name for i in model.graph.input], cut_in)
-    tail = extractor.extract_model(tail_inputs, [o.name for o in model.graph.output])
+    nodes = model.graph.node
     ok = True
-    for label, part, part_feeds, refs in (
-        (f"before {refused_op} ({', '.join(cut_in)})", head, feeds, {k: cut[k] for k in cut_in}),
-        (f"after {refused_op} (from {', '.join(tail_inputs)})", tail, {k: cut[k] for k in tail_inputs}, expected),
-    ):
+    for k, (piece, ins, outs) in enumerate(pieces):
+        part = extractor.extract_model(ins, outs)
         ov_model = core.read_model(part.SerializeToString(), b"")
-        got, t_first, t_warm = openvino_run(openvino_compile(core, ov_model), part_feeds, list(refs))
-        print(f"  OpenVINO piece {label}: {len(part.graph.node)} nodes, run {t_first * 1e3:.1f} / {t_warm * 1e3:.1f} ms")
-        for k, ref in refs.items():
-            ok &= compare(k, got[k], ref) < 1e-3
+        got, t_first, t_warm = openvino_run(openvino_compile(core, ov_model), {t: values[t] for t in ins}, outs)
+        print(f"  OpenVINO piece {k + 1}/{len(pieces)}: {nodes[piece[0]].name} .. {nodes[piece[-1]].name}, "
+              f"{len(part.graph.node)} nodes, run {t_first * 1e3:.1f} / {t_warm * 1e3:.1f} ms")
+        print(f"    from {', '.join(ins)}")
+        for t in outs:
+            if np.issubdtype(values[t].dtype, np.integer):
+                ok &= compare_exact(t, got[t], values[t])
+            else:
+                ok &= compare(t, got[t], values[t]) < 1e-3
     return ok
 
 
@@ -605,15 +708,15 @@ def verify_openvino(names: list[str], out_dir: Path) -> bool:
             compiled = openvino_compile(core, str(path))
             t_compile = time.perf_counter() - t0
         except RuntimeError as e:
-            refused = {n.op_type for n in model.graph.node} & {"DeformConv"}
+            refused = {n.op_type for n in model.graph.node} & REFUSED_BY_OPENVINO
             text = str(e)
             summary = [line[3:].strip() for line in text.split("Summary:")[-1].splitlines() if line.startswith("-- ")]
             print(f"  OpenVINO refused the whole model: {'; '.join(summary) or text.strip()}")
             if not refused:
                 all_ok = False
                 continue
-            print("  (expected: vinort runs DeformConv on Cpu)")
-            all_ok &= verify_split_on_openvino(core, model, feeds, expected, refused.pop())
+            print(f"  (expected: vinort runs {', '.join(sorted(refused))} on Cpu)")
+            all_ok &= verify_split_on_openvino(core, model, feeds, expected, refused)
             continue
         got, t_first, t_warm = openvino_run(compiled, feeds, list(expected))
         del compiled
