@@ -355,3 +355,71 @@ fn disable_dynamic_shapes_compiles_per_shape_with_a_bounded_cache() {
         assert_eq!(y.to_vec::<f32>().unwrap(), (0..4 * n).map(|i| (2.0 - i as f32).max(0.0)).collect::<Vec<_>>());
     }
 }
+
+fn ints_attr(name: &str, v: &[i64]) -> vinort::ir::proto::onnx::AttributeProto {
+    use vinort::ir::proto::onnx;
+    onnx::AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(onnx::attribute_proto::AttributeType::Ints as i32),
+        ints: v.to_vec(),
+        ..Default::default()
+    }
+}
+
+/// Conv -> Relu -> MaxPool (values and indices) -> MaxUnpool -> Conv -> Relu on 1x4x8x8.
+fn conv_pool_unpool_conv() -> Vec<u8> {
+    use vinort::ir::proto::onnx;
+    let weights = |name: &str, seed: f32| {
+        let data: Vec<f32> = (0..4 * 4 * 9).map(|i| ((i as f32 * 0.37 + seed).sin()) * 0.3).collect();
+        f32_tensor(name, &[4, 4, 3, 3], &data)
+    };
+    let conv = |name: &str, x: &str, w: &str, y: &str| {
+        let mut n = node("Conv", name, &[x, w], &[y]);
+        n.attribute.push(ints_attr("pads", &[1, 1, 1, 1]));
+        n
+    };
+    let mut pool = node("MaxPool", "pool", &["r1"], &["p", "idx"]);
+    pool.attribute.extend([ints_attr("kernel_shape", &[2, 2]), ints_attr("strides", &[2, 2])]);
+    let mut unpool = node("MaxUnpool", "unpool", &["p", "idx"], &["u"]);
+    unpool.attribute.extend([ints_attr("kernel_shape", &[2, 2]), ints_attr("strides", &[2, 2])]);
+    let g = onnx::GraphProto {
+        name: Some("unpool".into()),
+        node: vec![
+            conv("conv1", "x", "w1", "c1"),
+            node("Relu", "relu1", &["c1"], &["r1"]),
+            pool,
+            unpool,
+            conv("conv2", "u", "w2", "c2"),
+            node("Relu", "relu2", &["c2"], &["y"]),
+        ],
+        initializer: vec![weights("w1", 0.1), weights("w2", 1.7)],
+        input: vec![value_info("x", 1, &[1, 4, 8, 8])],
+        output: vec![value_info("y", 1, &[1, 4, 8, 8])],
+        ..Default::default()
+    };
+    encode(&model(g, 17))
+}
+
+#[test]
+fn an_op_openvino_lacks_runs_on_cpu_alone_and_shape_inference_keeps_the_rest_on_openvino() {
+    // OpenVINO 2026.4 has no MaxUnpool. Its output shape must be inferred, or every node after
+    // it would fall to Cpu (a value of unknown type cannot cross into OpenVINO).
+    let s = Runtime::from_bytes(conv_pool_unpool_conv())
+        .unwrap()
+        .providers([OpenVino::cpu().precision(Precision::Fp32).error_on_failure(), Cpu::default().into()])
+        .build()
+        .unwrap();
+    let plan = s.plan();
+    let shape: Vec<(&str, usize)> = plan.partitions.iter().map(|p| (p.provider.as_str(), p.nodes.len())).collect();
+    assert_eq!(shape, [("OpenVino(CPU)", 3), ("Cpu", 1), ("OpenVino(CPU)", 2)], "{plan}");
+    let cpu_only =
+        Runtime::from_bytes(conv_pool_unpool_conv()).unwrap().providers([Cpu::default().into()]).build().unwrap();
+    let x =
+        vinort::Tensor::from_vec(&[1, 4, 8, 8], (0..256).map(|i| ((i * 7919) % 251) as f32 / 125.0 - 1.0).collect())
+            .unwrap();
+    let got = s.run([("x", &x)]).unwrap();
+    let want = cpu_only.run([("x", &x)]).unwrap();
+    let want = want["y"].as_tensor().unwrap();
+    assert!(want.to_vec::<f32>().unwrap().iter().any(|v| *v > 0.0), "the test input reaches the output");
+    assert_close("y", &got["y"], want, 1e-5, 1e-6);
+}

@@ -151,6 +151,7 @@ pub(super) fn lookup(op: &str) -> Option<Rule> {
         "Gemm" => gemm,
         "Conv" | "DeformConv" => conv,
         "MaxPool" | "AveragePool" | "LpPool" => conv,
+        "MaxUnpool" => max_unpool,
         "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => global_pool,
         "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1" | "ReduceL2"
         | "ReduceLogSum" | "ReduceLogSumExp" | "ReduceSumSquare" => reduce,
@@ -367,6 +368,50 @@ fn conv(c: &InferCtx<'_>) -> Out {
         v.push(ValueType::Tensor(DType::I64, Some(out)));
     }
     Ok(v)
+}
+
+/// MaxUnpool: the `output_shape` input when it is a constant, else each spatial size is
+/// `(in - 1) * stride - pad_begin - pad_end + kernel` (what the ONNX spec gives when no
+/// output_shape is given).
+fn max_unpool(c: &InferCtx<'_>) -> Out {
+    let n = c.node;
+    let Some(x) = c.shape(0) else {
+        return Ok(vec![tensor(c.dtype(0), None)]);
+    };
+    if c.has(2) {
+        let shape = match c.const_ints(2) {
+            Some(s) if s.len() == x.len() && s.iter().all(|d| *d >= 0) => {
+                Some(s.iter().map(|d| Dim::Fixed(*d as usize)).collect())
+            }
+            Some(_) => return Err(n.error("output_shape must give one non-negative size per input axis")),
+            None => Some(vec![Dim::Unknown; x.len()]),
+        };
+        return Ok(vec![tensor(c.dtype(0), shape)]);
+    }
+    if x.len() < 3 {
+        return Err(n.error("input must have rank >= 3 (N, C, spatial...)"));
+    }
+    let sp = x.len() - 2;
+    let kernel = n.attr::<Vec<i64>>("kernel_shape")?.ok_or_else(|| n.error("kernel_shape is required"))?;
+    let strides = n.attr::<Vec<i64>>("strides")?.unwrap_or_else(|| vec![1; sp]);
+    let pads = n.attr::<Vec<i64>>("pads")?.unwrap_or_else(|| vec![0; 2 * sp]);
+    if kernel.len() != sp || strides.len() != sp || pads.len() != 2 * sp {
+        return Err(n.error("kernel_shape, strides or pads do not match the spatial rank"));
+    }
+    let mut out = vec![x[0].clone(), x[1].clone()];
+    for i in 0..sp {
+        out.push(match x[2 + i].fixed() {
+            Some(len) => {
+                let o = (len as i64 - 1) * strides[i] - pads[i] - pads[i + sp] + kernel[i];
+                if o < 0 {
+                    return Err(n.error(format!("spatial axis {i} would have size {o}")));
+                }
+                Dim::Fixed(o as usize)
+            }
+            None => Dim::Unknown,
+        });
+    }
+    Ok(vec![tensor(c.dtype(0), Some(out))])
 }
 
 fn global_pool(c: &InferCtx<'_>) -> Out {
