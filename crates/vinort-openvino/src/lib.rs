@@ -12,3 +12,4 @@ pub mod probe;
 pub mod provider;
 pub mod rules;
 pub mod semantics;
+pub mod slow;

@@ -237,6 +237,10 @@ impl ExecutionProvider for OpenVinoProvider {
                 cap.refused.push((ix, format!("semantics: {why}")));
                 continue;
             }
+            if let Some(why) = crate::slow::refusal(g, ix, &s.table_device) {
+                cap.refused.push((ix, format!("slow path: {why}")));
+                continue;
+            }
             let dtypes: Vec<Option<DType>> =
                 n.inputs.iter().map(|v| v.and_then(|v| g.value(v).ty.tensor_dtype())).collect();
             match rules::lookup(&n.domain, &n.op_type, n.opset, &s.table_device, &dtypes) {

@@ -256,29 +256,38 @@ impl Kernel for Pool {
         let mut outputs = Vec::with_capacity(2);
         match self.kind {
             Kind::Max => {
-                let mut indices = if self.want_indices { Some(vec![0i64; shape.iter().product()]) } else { None };
-                macro_rules! run {
-                    ($t:ty, $x:expr) => {
-                        Tensor::try_build::<$t, Error>(&shape, |y| {
-                            max_pool(&plan, $x.as_slice()?, y, indices.as_deref_mut(), self.column_major);
-                            Ok(())
-                        })?
-                    };
-                }
-                let y = match dtype {
-                    DType::F32 => run!(f32, x),
-                    DType::F64 => run!(f64, x),
-                    DType::I8 => run!(i8, x),
-                    DType::U8 => run!(u8, x),
-                    DType::F16 | DType::BF16 => {
-                        let xc = to_compute(&x)?;
-                        from_compute(run!(f32, xc), dtype)?
+                let pool_into = |mut indices: Option<&mut [i64]>| -> Result<Tensor> {
+                    macro_rules! run {
+                        ($t:ty, $x:expr) => {
+                            Tensor::try_build::<$t, Error>(&shape, |y| {
+                                max_pool(&plan, $x.as_slice()?, y, indices.as_deref_mut(), self.column_major);
+                                Ok(())
+                            })?
+                        };
                     }
-                    d => return Err(Error::unsupported(format!("MaxPool on {d}"))),
+                    Ok(match dtype {
+                        DType::F32 => run!(f32, x),
+                        DType::F64 => run!(f64, x),
+                        DType::I8 => run!(i8, x),
+                        DType::U8 => run!(u8, x),
+                        DType::F16 | DType::BF16 => {
+                            let xc = to_compute(&x)?;
+                            from_compute(run!(f32, xc), dtype)?
+                        }
+                        d => return Err(Error::unsupported(format!("MaxPool on {d}"))),
+                    })
                 };
-                outputs.push(y.into());
-                if let Some(indices) = indices {
-                    outputs.push(Tensor::from_vec(&shape, indices)?.into());
+                if self.want_indices {
+                    // The indices are written in place into their output tensor (no copy).
+                    let mut y = None;
+                    let indices = Tensor::try_build::<i64, Error>(&shape, |ind| {
+                        y = Some(pool_into(Some(ind))?);
+                        Ok(())
+                    })?;
+                    outputs.push(y.ok_or_else(|| Error::invalid("MaxPool produced no values"))?.into());
+                    outputs.push(indices.into());
+                } else {
+                    outputs.push(pool_into(None)?.into());
                 }
             }
             kind => {
