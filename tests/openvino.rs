@@ -309,6 +309,25 @@ fn reshape_input_bounds_a_dynamic_input_and_dynamic_outputs_are_taken_over_safel
 }
 
 #[test]
+fn a_second_session_with_the_same_cache_dir_loads_from_the_cache() {
+    let cache = tempfile::tempdir().unwrap();
+    let session = || {
+        Runtime::load(model_dir("mobilenetv2_tiny").join("model.onnx"))
+            .unwrap()
+            .providers([OpenVino::cpu().precision(Precision::Fp32).cache_dir(cache.path()).error_on_failure()])
+            .build()
+            .unwrap()
+    };
+    let cold = session();
+    let d = &cold.plan().partitions[0].details;
+    assert!(d.contains("LOADED_FROM_CACHE=NO") || d.contains("LOADED_FROM_CACHE=false"), "{d}");
+    let warm = session();
+    let d = &warm.plan().partitions[0].details;
+    assert!(d.contains("LOADED_FROM_CACHE=YES") || d.contains("LOADED_FROM_CACHE=true"), "{d}");
+    check(&warm, "mobilenetv2_tiny");
+}
+
+#[test]
 fn layout_cache_dir_and_load_config_reach_openvino() {
     let cache = tempfile::tempdir().unwrap();
     let ov = OpenVino::from_key_values([

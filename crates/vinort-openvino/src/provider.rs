@@ -260,13 +260,32 @@ impl ExecutionProvider for OpenVinoProvider {
         let core = ffi::core().map_err(Error::unsupported)?;
         let props = self.compile_props(s);
         let ov_err = |e: ffi::OvError| Error::unsupported(e.to_string());
-        // The whole model: compile the original file, so external data resolves and OpenVINO's
-        // compile cache keys on the file.
+        let input_names: Vec<&str> = part.inputs.iter().map(|v| model.graph.value(*v).name.as_str()).collect();
+        // The whole model with nothing to change on it before compiling: OpenVINO reads and
+        // compiles the file in one call, so external data resolves and, with cache_dir, a
+        // cache hit skips reading the model at all.
+        let edits_inputs = self.options.disable_dynamic_shapes
+            || self
+                .options
+                .reshape_input
+                .as_ref()
+                .is_some_and(|r| r.inputs.iter().any(|i| input_names.contains(&i.name.as_str())))
+            || self
+                .options
+                .layout
+                .as_ref()
+                .is_some_and(|l| l.entries.iter().any(|(n, _)| input_names.contains(&n.as_str())));
+        if let (Some(path), true, false) = (&model.path, part.whole_graph, edits_inputs) {
+            match core.compile_from_file(path, &s.resolved.device, &props) {
+                Ok(compiled) => return self.finish_compile(s, model, part, &input_names, None, compiled, &props),
+                Err(e) => tracing::debug!(error = %e, "compiling the model file failed; trying the partition"),
+            }
+        }
+        // Otherwise read the original file (or the partition) and edit the read model.
         let from_file = match (&model.path, part.whole_graph) {
             (Some(path), true) => core.read_model_from_file(path).ok(),
             _ => None,
         };
-        let input_names: Vec<&str> = part.inputs.iter().map(|v| model.graph.value(*v).name.as_str()).collect();
         let attempt = (|| -> Result<(ffi::OvModel, CompiledModel)> {
             let mut m = match from_file {
                 Some(m) => m,
@@ -319,6 +338,24 @@ impl ExecutionProvider for OpenVinoProvider {
                 return Err(Error::RefusedAtCompile(blamed));
             }
         };
+        self.finish_compile(s, model, part, &input_names, Some(template), compiled, &props)
+    }
+}
+
+impl OpenVinoProvider {
+    /// Checks a compiled partition against its definition and wraps it for running.
+    #[allow(clippy::too_many_arguments)]
+    fn finish_compile(
+        &self,
+        s: &Started,
+        model: &Model,
+        part: &PartitionDef,
+        input_names: &[&str],
+        template: Option<ffi::OvModel>,
+        compiled: CompiledModel,
+        props: &[(String, String)],
+    ) -> Result<Box<dyn CompiledPartition>> {
+        let ov_err = |e: ffi::OvError| Error::unsupported(e.to_string());
         let inputs = compiled.inputs().map_err(ov_err)?;
         let outputs = compiled.outputs().map_err(ov_err)?;
         if inputs.len() != part.inputs.len() || outputs.len() != part.outputs.len() {
@@ -342,12 +379,13 @@ impl ExecutionProvider for OpenVinoProvider {
             "INFERENCE_NUM_THREADS",
             "EXECUTION_MODE_HINT",
             "PERFORMANCE_HINT",
+            "LOADED_FROM_CACHE",
         ] {
             if let Ok(v) = compiled.property(key) {
                 effective.push((key.to_owned(), v));
             }
         }
-        let shapes: Vec<String> = inputs.iter().zip(&input_names).map(|(p, n)| format!("{n}{}", p.partial)).collect();
+        let shapes: Vec<String> = inputs.iter().zip(input_names).map(|(p, n)| format!("{n}{}", p.partial)).collect();
         let describe = format!(
             "OpenVINO {} on {}; inputs {}; {}; {} infer request(s); {}",
             s.version,
@@ -363,13 +401,18 @@ impl ExecutionProvider for OpenVinoProvider {
         );
         tracing::info!(partition = %describe, "OpenVINO partition compiled");
         let dynamic = inputs.iter().any(|p| p.static_shape().is_none());
-        let per_shape = (self.options.disable_dynamic_shapes && dynamic).then(|| PerShape {
-            template: Mutex::new(template),
-            names: input_names.iter().map(|n| n.to_string()).collect(),
-            device: s.resolved.device.clone(),
-            props: props.clone(),
-            cache: Mutex::new(vec![]),
-        });
+        // `template` is there whenever disable_dynamic_shapes is (the one-call compile is not
+        // used then).
+        let per_shape = match (self.options.disable_dynamic_shapes && dynamic, template) {
+            (true, Some(template)) => Some(PerShape {
+                template: Mutex::new(template),
+                names: input_names.iter().map(|n| n.to_string()).collect(),
+                device: s.resolved.device.clone(),
+                props: props.to_vec(),
+                cache: Mutex::new(vec![]),
+            }),
+            _ => None,
+        };
         Ok(Box::new(OvPartition {
             fixed: Arc::new(Compiled::new(compiled, inputs, outputs, pool_size)),
             per_shape,

@@ -221,6 +221,28 @@ impl Core {
         Ok(CompiledModel { raw: c })
     }
 
+    /// Reads and compiles a model file in one call. With `CACHE_DIR` set, a cache hit skips
+    /// reading the model at all (OpenVINO keys the cache on the file), which
+    /// [`Core::read_model_from_file`] + [`Core::compile`] cannot do: they hash the whole read
+    /// model, weights included, before looking in the cache.
+    pub fn compile_from_file(&self, path: &Path, device: &str, props: &[(String, String)]) -> OvResult<CompiledModel> {
+        let (m, d) = (cstring(&path.to_string_lossy())?, cstring(device)?);
+        let p = Properties::new(props)?;
+        let mut c = ptr::null_mut();
+        // SAFETY: all pointers valid for the call; `p` keeps the strings alive.
+        check("ov_core_compile_model_from_file_props", unsafe {
+            sys::ov_core_compile_model_from_file_props(
+                self.raw,
+                m.as_ptr(),
+                d.as_ptr(),
+                p.raw.len(),
+                p.raw.as_ptr(),
+                &mut c,
+            )
+        })?;
+        Ok(CompiledModel { raw: c })
+    }
+
     /// Imports a compiled blob exported by [`CompiledModel::export`].
     pub fn import(&self, blob: &[u8], device: &str) -> OvResult<CompiledModel> {
         let d = cstring(device)?;
