@@ -61,6 +61,21 @@ enum Command {
         cache_dir: Option<PathBuf>,
         model: PathBuf,
     },
+    /// vinort [OpenVino(CPU), Cpu] against native OpenVINO in this process, run by run
+    /// alternating, at one precision; prints one JSON line with both latency lists.
+    Pair {
+        /// `f32` (INFERENCE_PRECISION_HINT=f32 on both) or `default` (OpenVINO's own choice).
+        #[arg(long, default_value = "f32")]
+        precision: String,
+        /// Pairs of measured runs after warm-up.
+        #[arg(long, default_value_t = 200)]
+        runs: usize,
+        #[arg(long, default_value_t = 10)]
+        warmup: usize,
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        model: PathBuf,
+    },
     /// Measure every runtime on every model, one child process each, and write the tables.
     Table {
         #[arg(long, default_value_t = 30)]
@@ -69,6 +84,10 @@ enum Command {
         warmup: usize,
         #[arg(long, default_value_t = 2)]
         threads: usize,
+        /// Alternating vinort/native OpenVINO pairs per precision and whole-compiled model
+        /// (`vinort-bench pair`; 0 skips them).
+        #[arg(long, default_value_t = 200)]
+        pairs: usize,
         /// Interleaved rounds per model: every runtime once per round, pooled afterwards.
         #[arg(long, default_value_t = 3)]
         rounds: usize,
@@ -99,7 +118,21 @@ fn main() -> Result<()> {
             println!("{}", m.to_json());
             Ok(())
         }
-        Command::Table { runs, warmup, threads, rounds, runtimes, out, command, models } => {
+        Command::Pair { precision, runs, warmup, threads, model } => {
+            let f32_precision = match precision.as_str() {
+                "f32" => true,
+                "default" => false,
+                other => bail!("--precision must be f32 or default, not '{other}'"),
+            };
+            if runs == 0 {
+                bail!("--runs must be at least 1");
+            }
+            let p = measure::paired(f32_precision, &model, runs, warmup, threads)
+                .with_context(|| format!("pair ({precision}) on {}", model.display()))?;
+            println!("{}", p.to_json());
+            Ok(())
+        }
+        Command::Table { runs, warmup, threads, pairs, rounds, runtimes, out, command, models } => {
             if models.is_empty() {
                 bail!("give at least one model folder");
             }
@@ -115,7 +148,7 @@ fn main() -> Result<()> {
                     bail!("unknown runtime '{w}'; known: {}", names().join(", "));
                 }
             }
-            let doc = report::table(&models, &wanted, runs, warmup, threads, rounds, &command)?;
+            let doc = report::table(&models, &wanted, runs, warmup, threads, rounds, pairs, &command)?;
             match out {
                 Some(path) => {
                     std::fs::write(&path, &doc).with_context(|| format!("writing {}", path.display()))?;

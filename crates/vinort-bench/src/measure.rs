@@ -70,7 +70,24 @@ impl Measurement {
             Ok(&rest[..end.ok_or_else(|| anyhow!("unterminated field {key}"))?])
         };
         let num = |key: &str| -> Result<f64> { field(key)?.parse::<f64>().with_context(|| format!("field {key}")) };
-        let unquote = |s: &str| s.trim_matches('"').replace("\\\"", "\"").replace("\\n", "\n").replace("\\\\", "\\");
+        let unquote = |s: &str| {
+            // Exactly one quote each side, then the escapes `json_str` writes, left to right.
+            let inner = s.strip_prefix('"').and_then(|s| s.strip_suffix('"')).unwrap_or(s);
+            let mut out = String::with_capacity(inner.len());
+            let mut chars = inner.chars();
+            while let Some(c) = chars.next() {
+                if c != '\\' {
+                    out.push(c);
+                    continue;
+                }
+                match chars.next() {
+                    Some('n') => out.push('\n'),
+                    Some(other) => out.push(other),
+                    None => out.push('\\'),
+                }
+            }
+            out
+        };
         let lat = field("latencies_ms")?;
         let latencies_ms = lat
             .trim_matches(['[', ']'])
@@ -235,6 +252,73 @@ fn rayon_threads(n: usize) {
     let _ = rayon::ThreadPoolBuilder::new().num_threads(n).build_global();
 }
 
+/// A model compiled whole by OpenVINO through its C API, inputs bound once as host pointers
+/// over the feeds (no copy), as a native OpenVINO application would.
+struct NativeOv {
+    // Field order: the request goes before the tensors it reads and the model it came from.
+    req: ffi::InferRequest,
+    _bound: Vec<ffi::OvTensor>,
+    compiled: ffi::CompiledModel,
+    session_ms: f64,
+    session_warm_ms: Option<f64>,
+}
+
+impl NativeOv {
+    fn new(
+        f32_precision: bool,
+        model: &Path,
+        feeds: &[(String, Tensor)],
+        threads: usize,
+        cache_dir: Option<&Path>,
+    ) -> Result<NativeOv> {
+        let err = |e: ffi::OvError| anyhow!("{e}");
+        // Timed from before the library is loaded and the core created, like vinort's first
+        // session (which loads OpenVINO lazily) and like an application's first compile.
+        let t0 = Instant::now();
+        ffi::load_library(None).map_err(|e| anyhow!("{e}"))?;
+        let core = ffi::core().map_err(|e| anyhow!("{e}"))?;
+        let mut props = vec![("INFERENCE_NUM_THREADS".to_owned(), threads.to_string())];
+        if f32_precision {
+            props.push(("INFERENCE_PRECISION_HINT".into(), "f32".into()));
+        }
+        props.push(("PERFORMANCE_HINT".into(), "LATENCY".into()));
+        if let Some(dir) = cache_dir {
+            props.push(("CACHE_DIR".into(), dir.display().to_string()));
+        }
+        // One call from the file, as OpenVINO's documentation recommends (with CACHE_DIR a
+        // cache hit then skips reading the model).
+        let compile = || -> Result<ffi::CompiledModel> { core.compile_from_file(model, "CPU", &props).map_err(err) };
+        let compiled = compile()?;
+        let session_ms = ms(t0.elapsed());
+        let session_warm_ms = match cache_dir {
+            Some(_) => {
+                let t = Instant::now();
+                drop(compile()?);
+                Some(ms(t.elapsed()))
+            }
+            None => None,
+        };
+        let mut req = compiled.infer_request().map_err(err)?;
+        let ports = compiled.inputs().map_err(err)?;
+        if ports.len() != feeds.len() {
+            bail!("OpenVINO sees {} inputs, the test data has {}", ports.len(), feeds.len());
+        }
+        let mut bound = vec![];
+        for (i, (_, t)) in feeds.iter().enumerate() {
+            // SAFETY: the caller keeps `feeds` alive and unchanged for as long as this value
+            // lives (`req` is dropped first); OpenVINO only reads inputs.
+            let ov = unsafe { ffi::OvTensor::from_host_ptr(t.dtype(), t.shape(), t.data_ptr()) }.map_err(err)?;
+            req.set_input(i, &ov).map_err(err)?;
+            bound.push(ov);
+        }
+        Ok(NativeOv { req, _bound: bound, compiled, session_ms, session_warm_ms })
+    }
+
+    fn infer(&mut self) -> Result<()> {
+        self.req.infer().map_err(|e| anyhow!("{e}"))
+    }
+}
+
 fn native_openvino(
     f32_precision: bool,
     model: &Path,
@@ -244,66 +328,152 @@ fn native_openvino(
     threads: usize,
     cache_dir: Option<&Path>,
 ) -> Result<Measurement> {
-    let err = |e: ffi::OvError| anyhow!("{e}");
-    // Timed from before the library is loaded and the core created, like vinort's first session
-    // (which loads OpenVINO lazily) and like an application's first compile.
-    let t0 = Instant::now();
-    ffi::load_library(None).map_err(|e| anyhow!("{e}"))?;
-    let core = ffi::core().map_err(|e| anyhow!("{e}"))?;
-    let mut props = vec![("INFERENCE_NUM_THREADS".to_owned(), threads.to_string())];
-    if f32_precision {
-        props.push(("INFERENCE_PRECISION_HINT".into(), "f32".into()));
-    }
-    props.push(("PERFORMANCE_HINT".into(), "LATENCY".into()));
-    if let Some(dir) = cache_dir {
-        props.push(("CACHE_DIR".into(), dir.display().to_string()));
-    }
-    // One call from the file, as OpenVINO's documentation recommends (with CACHE_DIR a cache
-    // hit then skips reading the model).
-    let compile = || -> Result<ffi::CompiledModel> { core.compile_from_file(model, "CPU", &props).map_err(err) };
-    let compiled = compile()?;
-    let session_ms = ms(t0.elapsed());
-    let session_warm_ms = match cache_dir {
-        Some(_) => {
-            let t = Instant::now();
-            drop(compile()?);
-            Some(ms(t.elapsed()))
-        }
-        None => None,
-    };
-    let mut req = compiled.infer_request().map_err(err)?;
-    let ports = compiled.inputs().map_err(err)?;
-    if ports.len() != feeds.len() {
-        bail!("OpenVINO sees {} inputs, the test data has {}", ports.len(), feeds.len());
-    }
-    // Host-pointer input tensors over the feeds (no copy), bound once, as a native OpenVINO
-    // application would; OpenVINO allocates the outputs.
-    let mut bound = vec![];
-    for (i, (_, t)) in feeds.iter().enumerate() {
-        // SAFETY: `feeds` outlives `req` and every inference below; OpenVINO only reads inputs.
-        let ov = unsafe { ffi::OvTensor::from_host_ptr(t.dtype(), t.shape(), t.data_ptr()) }.map_err(err)?;
-        req.set_input(i, &ov).map_err(err)?;
-        bound.push(ov);
-    }
+    let mut n = NativeOv::new(f32_precision, model, feeds, threads, cache_dir)?;
     let t = Instant::now();
-    req.infer().map_err(err)?;
+    n.infer()?;
     let first_ms = ms(t.elapsed());
     for _ in 0..warmup {
-        req.infer().map_err(err)?;
+        n.infer()?;
     }
     let mut latencies_ms = Vec::with_capacity(runs);
     for _ in 0..runs {
         let t = Instant::now();
-        req.infer().map_err(err)?;
+        n.infer()?;
         latencies_ms.push(ms(t.elapsed()));
     }
-    let precision = compiled.property("INFERENCE_PRECISION_HINT").unwrap_or_else(|_| "?".into());
+    let precision = n.compiled.property("INFERENCE_PRECISION_HINT").unwrap_or_else(|_| "?".into());
     Ok(Measurement {
-        session_ms,
-        session_warm_ms,
+        session_ms: n.session_ms,
+        session_warm_ms: n.session_warm_ms,
         first_ms,
         latencies_ms,
         note: format!("whole model compiled by OpenVINO, INFERENCE_PRECISION_HINT={precision}"),
         ..Default::default()
     })
+}
+
+/// vinort and native OpenVINO in one process, at one precision, their runs alternating
+/// (vinort first in even pairs, OpenVINO first in odd ones): both see the same moments of a
+/// noisy machine, which separate processes minutes apart do not.
+#[derive(Debug, Clone)]
+pub struct Paired {
+    /// vinort's latencies, ms.
+    pub vinort_ms: Vec<f64>,
+    /// Native OpenVINO's latencies, ms, pair by pair with `vinort_ms`.
+    pub native_ms: Vec<f64>,
+}
+
+impl Paired {
+    /// vinort's latency ÷ OpenVINO's, order-balanced: the geometric mean of the median ratio
+    /// over the pairs where vinort ran first and the median over those where OpenVINO did.
+    /// Whichever runs second in a pair is measurably slower (on 2 cores the first one's
+    /// worker threads still spin for a moment), so the two halves lean opposite ways and
+    /// their geometric mean cancels the lean.
+    pub fn median_ratio(&self) -> f64 {
+        let half = |start: usize| -> f64 {
+            let r: Vec<f64> =
+                self.vinort_ms.iter().zip(&self.native_ms).skip(start).step_by(2).map(|(a, b)| a / b).collect();
+            percentile(&r, 50.0)
+        };
+        if self.vinort_ms.len() < 2 {
+            return half(0);
+        }
+        (half(0) * half(1)).sqrt()
+    }
+
+    /// One JSON object on one line.
+    pub fn to_json(&self) -> String {
+        let list = |v: &[f64]| v.iter().map(|x| format!("{x:.4}")).collect::<Vec<_>>().join(",");
+        format!("{{\"vinort_ms\":[{}],\"native_ms\":[{}]}}", list(&self.vinort_ms), list(&self.native_ms))
+    }
+
+    /// Parses what [`Paired::to_json`] wrote.
+    pub fn from_json(line: &str) -> Result<Paired> {
+        let list = |key: &str| -> Result<Vec<f64>> {
+            let tag = format!("\"{key}\":[");
+            let start = line.find(&tag).ok_or_else(|| anyhow!("no {key} in {line}"))? + tag.len();
+            let end = line[start..].find(']').ok_or_else(|| anyhow!("unterminated {key}"))? + start;
+            line[start..end].split(',').filter(|s| !s.is_empty()).map(|s| s.parse().context("latency")).collect()
+        };
+        Ok(Paired { vinort_ms: list("vinort_ms")?, native_ms: list("native_ms")? })
+    }
+}
+
+/// Measures vinort `[OpenVino(CPU, precision), Cpu]` against native OpenVINO at the same
+/// precision (f32, or OpenVINO's default), alternating run by run in this process.
+pub fn paired(f32_precision: bool, model_dir: &Path, runs: usize, warmup: usize, threads: usize) -> Result<Paired> {
+    let feeds = inputs(model_dir)?;
+    let model = model_dir.join("model.onnx");
+    rayon_threads(threads);
+    let runtime = if f32_precision { "vinort-ov-f32" } else { "vinort-ov" };
+    let session = Runtime::load(&model)?.providers(vinort_providers(runtime, threads, None)?).build()?;
+    if session.plan().partitions.len() != 1 {
+        bail!("vinort splits this model ({}); a paired run compares whole-model compiles", session.plan());
+    }
+    let mut native = NativeOv::new(f32_precision, &model, &feeds, threads, None)?;
+    let vinort = || -> Result<f64> {
+        let t = Instant::now();
+        let out = session.run(feeds.iter().map(|(n, t)| (n.as_str(), t)))?;
+        let e = ms(t.elapsed());
+        drop(out);
+        Ok(e)
+    };
+    for _ in 0..warmup {
+        vinort()?;
+        native.infer()?;
+    }
+    let (mut a, mut b) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
+    for i in 0..runs {
+        let time_native = |n: &mut NativeOv| -> Result<f64> {
+            let t = Instant::now();
+            n.infer()?;
+            Ok(ms(t.elapsed()))
+        };
+        if i % 2 == 0 {
+            a.push(vinort()?);
+            b.push(time_native(&mut native)?);
+        } else {
+            b.push(time_native(&mut native)?);
+            a.push(vinort()?);
+        }
+    }
+    Ok(Paired { vinort_ms: a, native_ms: b })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_paired_ratio_cancels_which_side_ran_second() {
+        // Pairs alternate: vinort first in pairs 0 and 2, OpenVINO first in pairs 1 and 3.
+        // Both are equally fast, but the second of a pair always takes 25% longer.
+        let p = Paired { vinort_ms: vec![2.0, 2.5, 2.0, 2.5], native_ms: vec![2.5, 2.0, 2.5, 2.0] };
+        assert!((p.median_ratio() - 1.0).abs() < 1e-12, "{}", p.median_ratio());
+        // vinort 10% slower in every pair, no order effect: 1.1.
+        let p = Paired { vinort_ms: vec![1.1, 2.2, 1.1, 2.2], native_ms: vec![1.0, 2.0, 1.0, 2.0] };
+        assert!((p.median_ratio() - 1.1).abs() < 1e-12, "{}", p.median_ratio());
+    }
+
+    #[test]
+    fn measurements_and_pairs_survive_their_json_lines() {
+        let m = Measurement {
+            runtime: "vinort-ov".into(),
+            model: "m \"quoted\"".into(),
+            session_ms: 12.5,
+            session_warm_ms: Some(3.25),
+            first_ms: 1.5,
+            latencies_ms: vec![1.0, 2.0, 3.0],
+            note: "OpenVino(CPU) x3 -> Cpu x1".into(),
+        };
+        let back = Measurement::from_json(&m.to_json()).unwrap();
+        assert_eq!(back.model, m.model);
+        assert_eq!(back.note, m.note);
+        assert_eq!(back.latencies_ms, m.latencies_ms);
+        assert_eq!(back.session_warm_ms, Some(3.25));
+        assert_eq!(back.median(), 2.0);
+        let p = Paired { vinort_ms: vec![1.5, 2.0], native_ms: vec![1.25, 3.0] };
+        let q = Paired::from_json(&p.to_json()).unwrap();
+        assert_eq!((q.vinort_ms, q.native_ms), (p.vinort_ms, p.native_ms));
+    }
 }
