@@ -328,6 +328,52 @@ fn a_second_session_with_the_same_cache_dir_loads_from_the_cache() {
 }
 
 #[test]
+fn partitions_of_a_split_model_use_the_cache_dir_through_partition_files() {
+    let cache = tempfile::tempdir().unwrap();
+    let session = || {
+        Runtime::load(model_dir("partition_cnn").join("model.onnx"))
+            .unwrap()
+            .providers([
+                OpenVino::cpu().precision(Precision::Fp32).cache_dir(cache.path()).error_on_failure(),
+                Cpu::default().into(),
+            ])
+            .build()
+            .unwrap()
+    };
+    let details = |s: &Session| -> Vec<String> {
+        s.plan().partitions.iter().filter(|p| p.provider.starts_with("OpenVino")).map(|p| p.details.clone()).collect()
+    };
+    let from_file = "compiled from its partition file in cache_dir";
+    let cold = session();
+    for d in details(&cold) {
+        assert!(d.contains(from_file) && d.contains("LOADED_FROM_CACHE=NO"), "{d}");
+        assert!(d.contains("INFERENCE_PRECISION_HINT=f32"), "{d}");
+    }
+    check(&cold, "partition_cnn");
+    let mut files: Vec<_> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("vinort-partition-"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "one partition file per OpenVINO partition: {files:?}");
+    let warm = session();
+    for d in details(&warm) {
+        assert!(d.contains(from_file) && d.contains("LOADED_FROM_CACHE=YES"), "{d}");
+        assert!(d.contains("INFERENCE_PRECISION_HINT=f32"), "{d}");
+    }
+    check(&warm, "partition_cnn");
+    // A partition file that does not compile is not trusted: that partition is compiled from
+    // memory, and the file goes (the next session writes it anew).
+    std::fs::write(&files[0], b"not an onnx model").unwrap();
+    let again = session();
+    let d = details(&again);
+    assert!(d.iter().any(|d| d.contains("compiled from a serialized partition")), "{d:?}");
+    check(&again, "partition_cnn");
+    assert!(!files[0].exists());
+}
+
+#[test]
 fn layout_cache_dir_and_load_config_reach_openvino() {
     let cache = tempfile::tempdir().unwrap();
     let ov = OpenVino::from_key_values([

@@ -7,6 +7,8 @@ pub mod export;
 pub mod ffi;
 pub mod options;
 #[cfg(feature = "ffi")]
+pub mod partition_cache;
+#[cfg(feature = "ffi")]
 pub mod probe;
 #[cfg(feature = "ffi")]
 pub mod provider;

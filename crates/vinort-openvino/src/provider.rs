@@ -1,6 +1,6 @@
 //! The OpenVINO execution provider.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use vinort_ir::{
@@ -277,8 +277,42 @@ impl ExecutionProvider for OpenVinoProvider {
                 .is_some_and(|l| l.entries.iter().any(|(n, _)| input_names.contains(&n.as_str())));
         if let (Some(path), true, false) = (&model.path, part.whole_graph, edits_inputs) {
             match core.compile_from_file(path, &s.resolved.device, &props) {
-                Ok(compiled) => return self.finish_compile(s, model, part, &input_names, None, compiled, &props),
+                Ok(compiled) => {
+                    return self.finish_compile(s, part, &input_names, None, compiled, &props, FROM_FILE);
+                }
                 Err(e) => tracing::debug!(error = %e, "compiling the model file failed; trying the partition"),
+            }
+        }
+        // A partition of a model file with cache_dir: the partition is written once as an
+        // ONNX file in the cache folder (see `partition_cache`) and compiled from that file,
+        // so OpenVINO's cache keys on the file and a warm session neither serializes the
+        // partition nor has OpenVINO read and hash it.
+        let cache_entry = match (props.iter().find(|(k, _)| k == "CACHE_DIR"), part.whole_graph, edits_inputs) {
+            (Some((_, dir)), false, false) => {
+                crate::partition_cache::entry(Path::new(dir), model, part, &s.resolved.device, &s.version, &props)
+            }
+            _ => None,
+        };
+        if let Some(entry) = &cache_entry {
+            let written = entry.is_file()
+                || crate::partition_cache::store(entry, |tmp| {
+                    let bytes =
+                        partition_model(model, &part.nodes, &part.inputs, &part.outputs).map_err(|e| e.to_string())?;
+                    std::fs::write(tmp, bytes).map_err(|e| e.to_string())
+                })
+                .map_err(|e| tracing::warn!(entry = %entry.display(), error = %e, "could not write the partition file"))
+                .is_ok();
+            if written {
+                match core.compile_from_file(entry, &s.resolved.device, &props) {
+                    Ok(compiled) => {
+                        return self.finish_compile(s, part, &input_names, None, compiled, &props, FROM_PARTITION_FILE);
+                    }
+                    Err(e) => {
+                        // Not trusted again: the next session writes it anew.
+                        tracing::warn!(entry = %entry.display(), error = %e, "partition file did not compile; compiling from memory");
+                        let _ = std::fs::remove_file(entry);
+                    }
+                }
             }
         }
         // Otherwise read the original file (or the partition) and edit the read model.
@@ -338,9 +372,14 @@ impl ExecutionProvider for OpenVinoProvider {
                 return Err(Error::RefusedAtCompile(blamed));
             }
         };
-        self.finish_compile(s, model, part, &input_names, Some(template), compiled, &props)
+        let how = if from_file_used(model, part) { FROM_FILE } else { FROM_SERIALIZED };
+        self.finish_compile(s, part, &input_names, Some(template), compiled, &props, how)
     }
 }
+
+const FROM_FILE: &str = "compiled from the model file";
+const FROM_SERIALIZED: &str = "compiled from a serialized partition";
+const FROM_PARTITION_FILE: &str = "compiled from its partition file in cache_dir";
 
 impl OpenVinoProvider {
     /// Checks a compiled partition against its definition and wraps it for running.
@@ -348,12 +387,12 @@ impl OpenVinoProvider {
     fn finish_compile(
         &self,
         s: &Started,
-        model: &Model,
         part: &PartitionDef,
         input_names: &[&str],
         template: Option<ffi::OvModel>,
         compiled: CompiledModel,
         props: &[(String, String)],
+        how: &str,
     ) -> Result<Box<dyn CompiledPartition>> {
         let ov_err = |e: ffi::OvError| Error::unsupported(e.to_string());
         let inputs = compiled.inputs().map_err(ov_err)?;
@@ -391,11 +430,7 @@ impl OpenVinoProvider {
             s.version,
             s.resolved.device,
             shapes.join(" "),
-            if from_file_used(model, part) {
-                "compiled from the model file"
-            } else {
-                "compiled from a serialized partition"
-            },
+            how,
             pool_size,
             effective.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
         );

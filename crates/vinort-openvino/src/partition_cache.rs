@@ -1,0 +1,88 @@
+//! Partition files: how partitions that are not the whole model file use `cache_dir`.
+//!
+//! With `cache_dir`, a whole model compiles from its file in one call and OpenVINO's cache
+//! keys on the file, so a warm session skips reading the model. A partition of a model has no
+//! file: it is serialized and read from memory, and OpenVINO's cache would hash the whole
+//! read model, weights included, before it could find its entry, which costs about as much
+//! as compiling. So with `cache_dir` vinort writes each partition once as an ONNX file in the
+//! cache folder, `vinort-partition-<key>.onnx`, and compiles it from that file: OpenVINO's
+//! own cache then keys on the file, and a warm session finds its compiled blob without
+//! serializing the partition or reading it. The key covers what determines the partition
+//! without reading any weight: the model file's identity (canonical path, size,
+//! modification time), the partition's nodes and boundary, the compile properties, the device
+//! and the OpenVINO version. (Importing an exported blob instead is not an option through
+//! the C API: `ov_core_import_model` takes no properties, and the CPU plugin then runs an
+//! f32 partition in bf16.)
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use vinort_ir::{Model, PartitionDef};
+
+/// The partition file for this partition in `dir`, when the model came from a file.
+pub fn entry(
+    dir: &Path,
+    model: &Model,
+    part: &PartitionDef,
+    device: &str,
+    version: &str,
+    props: &[(String, String)],
+) -> Option<PathBuf> {
+    let path = std::fs::canonicalize(model.path.as_ref()?).ok()?;
+    let meta = std::fs::metadata(&path).ok()?;
+    let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
+    let g = &model.graph;
+    let mut key = format!(
+        "vinort partition cache 1\nopenvino {version}\ndevice {device}\nfile {}\nsize {}\nmtime {mtime}\n",
+        path.display(),
+        meta.len()
+    );
+    let mut sorted: Vec<&(String, String)> = props.iter().filter(|(k, _)| k != "CACHE_DIR").collect();
+    sorted.sort();
+    for (k, v) in sorted {
+        let _ = writeln!(key, "prop {k}={v}");
+    }
+    for ix in &part.nodes {
+        let _ = writeln!(key, "node {} {}", ix.index(), g.node(*ix).name);
+    }
+    for v in &part.inputs {
+        let _ = writeln!(key, "in {}", g.value(*v).name);
+    }
+    for v in &part.outputs {
+        let _ = writeln!(key, "out {}", g.value(*v).name);
+    }
+    Some(dir.join(format!("vinort-partition-{:016x}{:016x}.onnx", fnv1a(&key, OFFSET_A), fnv1a(&key, OFFSET_B))))
+}
+
+const OFFSET_A: u64 = 0xcbf2_9ce4_8422_2325;
+const OFFSET_B: u64 = 0x6c62_272e_07bb_0142;
+
+/// FNV-1a, 64 bits: stable across Rust releases, unlike `DefaultHasher`. Two offsets give a
+/// 128-bit name.
+fn fnv1a(text: &str, offset: u64) -> u64 {
+    text.bytes().fold(offset, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// Writes the entry with `write` to a temporary sibling and renames it into place, so a
+/// reader never sees half an entry.
+pub fn store(entry: &Path, write: impl FnOnce(&Path) -> Result<(), String>) -> Result<(), String> {
+    let tmp = entry.with_extension(format!("tmp.{}", std::process::id()));
+    let r = write(&tmp).and_then(|()| std::fs::rename(&tmp, entry).map_err(|e| e.to_string()));
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fnv1a;
+
+    #[test]
+    fn fnv1a_matches_the_published_test_vectors() {
+        // From the FNV reference (draft-eastlake-fnv): FNV-1a 64 of "" and "a".
+        assert_eq!(fnv1a("", super::OFFSET_A), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a("a", super::OFFSET_A), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a("foobar", super::OFFSET_A), 0x8594_4171_f739_67e8);
+    }
+}
