@@ -5,6 +5,8 @@ use crate::kernel::Registry;
 #[cfg(feature = "k-attention")]
 pub mod attention;
 pub mod control;
+#[cfg(any(feature = "k-linalg", feature = "k-rnn"))]
+pub(crate) mod dense;
 #[cfg(feature = "k-elementwise")]
 pub mod elementwise;
 #[cfg(feature = "k-image")]
