@@ -21,6 +21,10 @@ use clap::{Parser, Subcommand};
 
 pub use measure::Measurement;
 
+// Counts heap allocations, for the per-inference counts of vinort's runs.
+#[global_allocator]
+static ALLOCATOR: vinort::ir::alloc_count::Counting = vinort::ir::alloc_count::Counting;
+
 /// Every runtime the harness knows, by the name used on the command line and in the tables.
 pub const RUNTIMES: &[(&str, &str)] = &[
     ("vinort-ov-f32", "vinort [OpenVino(CPU, FP32), Cpu]"),

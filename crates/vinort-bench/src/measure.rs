@@ -25,6 +25,21 @@ pub struct Measurement {
     pub latencies_ms: Vec<f64>,
     /// A note (the partition plan for vinort, the providers ORT used).
     pub note: String,
+    /// vinort only: what one timed inference allocated and copied, averaged over the timed runs.
+    pub per_run: Option<PerRun>,
+}
+
+/// What one steady-state inference allocated and copied (vinort's counters).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PerRun {
+    /// Rust heap allocations (OpenVINO's own C++ allocations are not seen).
+    pub heap_allocs: f64,
+    /// Tensor buffers allocated.
+    pub tensor_buffers: f64,
+    /// Tensor buffers taken from the buffer pool instead.
+    pub tensor_reuses: f64,
+    /// Tensor data copies.
+    pub tensor_copies: f64,
 }
 
 impl Measurement {
@@ -37,7 +52,7 @@ impl Measurement {
     pub fn to_json(&self) -> String {
         let lat: Vec<String> = self.latencies_ms.iter().map(|v| format!("{v:.4}")).collect();
         format!(
-            "{{\"runtime\":{},\"model\":{},\"session_ms\":{:.3},\"session_warm_ms\":{},\"first_ms\":{:.4},\"median_ms\":{:.4},\"latencies_ms\":[{}],\"note\":{}}}",
+            "{{\"runtime\":{},\"model\":{},\"session_ms\":{:.3},\"session_warm_ms\":{},\"first_ms\":{:.4},\"median_ms\":{:.4},\"latencies_ms\":[{}],\"per_run\":{},\"note\":{}}}",
             json_str(&self.runtime),
             json_str(&self.model),
             self.session_ms,
@@ -45,6 +60,10 @@ impl Measurement {
             self.first_ms,
             self.median(),
             lat.join(","),
+            self.per_run.map_or("null".into(), |p| format!(
+                "[{:.3},{:.3},{:.3},{:.3}]",
+                p.heap_allocs, p.tensor_buffers, p.tensor_reuses, p.tensor_copies
+            )),
             json_str(&self.note)
         )
     }
@@ -96,6 +115,20 @@ impl Measurement {
             .map(|s| s.parse::<f64>().context("latency"))
             .collect::<Result<Vec<_>>>()?;
         let warm = field("session_warm_ms")?;
+        let per_run = match field("per_run")? {
+            "null" => None,
+            list => {
+                let v = list
+                    .trim_matches(['[', ']'])
+                    .split(',')
+                    .map(|s| s.parse::<f64>().context("per_run"))
+                    .collect::<Result<Vec<_>>>()?;
+                let [heap_allocs, tensor_buffers, tensor_reuses, tensor_copies] = v[..] else {
+                    bail!("per_run has {} numbers, not 4", v.len());
+                };
+                Some(PerRun { heap_allocs, tensor_buffers, tensor_reuses, tensor_copies })
+            }
+        };
         Ok(Measurement {
             runtime: unquote(field("runtime")?),
             model: unquote(field("model")?),
@@ -104,6 +137,7 @@ impl Measurement {
             first_ms: num("first_ms")?,
             latencies_ms,
             note: unquote(field("note")?),
+            per_run,
         })
     }
 }
@@ -231,12 +265,24 @@ fn vinort_run(
         run()?;
     }
     let mut latencies_ms = Vec::with_capacity(runs);
+    let (heap0, tensors0) = (vinort::ir::alloc_count::snapshot(), vinort::ir::stats::snapshot());
     for _ in 0..runs {
         let t = Instant::now();
         let out = run()?;
         latencies_ms.push(ms(t.elapsed()));
         drop(out);
     }
+    let (heap, tensors) =
+        (vinort::ir::alloc_count::snapshot().since(&heap0), vinort::ir::stats::snapshot().since(&tensors0));
+    // The timed loop allocates nothing of its own (`latencies_ms` has its capacity), so the
+    // counts are the inferences'.
+    let n = runs as f64;
+    let per_run = PerRun {
+        heap_allocs: heap.allocs as f64 / n,
+        tensor_buffers: tensors.tensor_allocs as f64 / n,
+        tensor_reuses: tensors.tensor_reuses as f64 / n,
+        tensor_copies: tensors.tensor_copies as f64 / n,
+    };
     let note = session
         .plan()
         .partitions
@@ -244,7 +290,15 @@ fn vinort_run(
         .map(|p| format!("{} x{}", p.provider, p.nodes.len()))
         .collect::<Vec<_>>()
         .join(" -> ");
-    Ok(Measurement { session_ms, session_warm_ms, first_ms, latencies_ms, note, ..Default::default() })
+    Ok(Measurement {
+        session_ms,
+        session_warm_ms,
+        first_ms,
+        latencies_ms,
+        note,
+        per_run: Some(per_run),
+        ..Default::default()
+    })
 }
 
 fn rayon_threads(n: usize) {
@@ -465,12 +519,16 @@ mod tests {
             first_ms: 1.5,
             latencies_ms: vec![1.0, 2.0, 3.0],
             note: "OpenVino(CPU) x3 -> Cpu x1".into(),
+            per_run: Some(PerRun { heap_allocs: 3.0, tensor_buffers: 0.0, tensor_reuses: 56.0, tensor_copies: 0.5 }),
         };
         let back = Measurement::from_json(&m.to_json()).unwrap();
         assert_eq!(back.model, m.model);
         assert_eq!(back.note, m.note);
         assert_eq!(back.latencies_ms, m.latencies_ms);
         assert_eq!(back.session_warm_ms, Some(3.25));
+        assert_eq!(back.per_run, m.per_run);
+        let none = Measurement { per_run: None, ..m.clone() };
+        assert_eq!(Measurement::from_json(&none.to_json()).unwrap().per_run, None);
         assert_eq!(back.median(), 2.0);
         let p = Paired { vinort_ms: vec![1.5, 2.0], native_ms: vec![1.25, 3.0] };
         let q = Paired::from_json(&p.to_json()).unwrap();

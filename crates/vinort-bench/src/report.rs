@@ -335,6 +335,52 @@ pub fn table(
             row.iter().map(|(_, m)| m.as_ref().map_or("—".into(), |m| format!("{:.2}", m.first_ms))).collect();
         let _ = writeln!(doc, "| {model} | {} |", cells.join(" | "));
     }
+    let vinort_runtimes: Vec<&String> = runtimes.iter().filter(|r| r.starts_with("vinort")).collect();
+    if !vinort_runtimes.is_empty() {
+        let _ = writeln!(
+            doc,
+            "\n## Allocations and copies per inference (vinort, steady state)\n\n\
+             Averaged over the timed runs of the first round: Rust heap allocations (a counting global \
+             allocator; OpenVINO's own C++ allocations are not seen), tensor buffers allocated, tensor \
+             buffers reused from vinort's buffer pool, tensor copies. `vinort perf MODEL` prints the same \
+             counts for any model.\n\n| model | {} |\n|---|{}",
+            vinort_runtimes.iter().map(|r| label(r)).collect::<Vec<_>>().join(" | "),
+            "---|".repeat(vinort_runtimes.len())
+        );
+        for (model, row) in &results {
+            let cells: Vec<String> = vinort_runtimes
+                .iter()
+                .map(|r| match find(row, r).and_then(|m| m.per_run) {
+                    Some(p) => format!(
+                        "{:.1} heap, {:.1} buffers, {:.1} reused, {:.1} copies",
+                        p.heap_allocs, p.tensor_buffers, p.tensor_reuses, p.tensor_copies
+                    ),
+                    None => "—".into(),
+                })
+                .collect();
+            let _ = writeln!(doc, "| {model} | {} |", cells.join(" | "));
+        }
+    }
+    let _ = writeln!(
+        doc,
+        "\n## Reproducing\n\n\
+         - This document: `{command}` (environment: `RUNS`, `ROUNDS`, `WARMUP`, `THREADS`, `OUT`). It \
+         creates the private Python environments (`scripts/py-env`: onnxruntime 1.31.1 + openvino \
+         2026.4.1; `scripts/py-env --ovep`: onnxruntime-openvino 1.24.1), generates the models \
+         (`scripts/gen-bench-models`, seeded), builds `vinort-bench --features anchors` and runs \
+         `vinort-bench table`.\n\
+         - One runtime on one model: `vinort-bench measure --runtime vinort-ov-f32 models/generated/resnet50` \
+         (runtimes: {}).\n\
+         - vinort against native OpenVINO in one process: `vinort-bench pair --precision f32 models/generated/resnet50`.\n\
+         - Criterion benches: `cargo bench` (latency, session, throughput, kernels, cpu_models, openvino).\n\
+         - The perf_test equivalent: `vinort perf models/generated/resnet50 -e openvino,cpu -i \"precision|FP32\" -m duration -t 10`.\n\n\
+         Reading the ratios: a ratio is vinort's latency ÷ the other runtime's, so below 1.00 vinort is \
+         faster. Separate processes minutes apart differ by up to ±15% on this machine for the same \
+         runtime, so the vinort ÷ native OpenVINO target is judged on the paired run above, where both \
+         share every moment; ONNX Runtime cannot share a process with OpenVINO 2026.4 (the OpenVINO EP \
+         bundles OpenVINO 2025.4), so the ORT comparisons are between processes and carry that noise.",
+        RUNTIMES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+    );
     let _ = writeln!(doc, "\n## What ran where\n");
     for (model, row) in &results {
         for (r, m) in row {

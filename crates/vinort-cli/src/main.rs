@@ -1,6 +1,5 @@
 //! `vinort`: run ONNX models through ordered execution providers.
 
-mod alloc_count;
 mod perf;
 
 use std::path::{Path, PathBuf};
@@ -13,7 +12,7 @@ use vinort::{DType, Dim, Provider, Runtime, Session, Tensor, Value};
 
 // Counts heap allocations for `vinort perf`: two relaxed atomic adds per allocation.
 #[global_allocator]
-static ALLOCATOR: alloc_count::Counting = alloc_count::Counting;
+static ALLOCATOR: vinort::ir::alloc_count::Counting = vinort::ir::alloc_count::Counting;
 
 #[derive(Parser)]
 #[command(name = "vinort", version, about = "Run ONNX models through OpenVINO and Rust CPU kernels")]

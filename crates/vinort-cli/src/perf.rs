@@ -23,7 +23,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use vinort::ir::stats;
 use vinort::{Dim, Session, Value};
 
-use crate::alloc_count::{self, HeapCounts};
+use vinort::ir::alloc_count::{self, HeapCounts};
 
 /// How long the measured phase runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -1,5 +1,15 @@
-//! A global allocator that counts heap allocations, so `vinort perf` can report allocations
-//! per inference.
+//! A global allocator that counts heap allocations, so `vinort perf` and the benchmark
+//! harness can report allocations per inference. A binary opts in:
+//!
+//! ```
+//! #[global_allocator]
+//! static ALLOCATOR: vinort_ir::alloc_count::Counting = vinort_ir::alloc_count::Counting;
+//!
+//! let before = vinort_ir::alloc_count::snapshot();
+//! let v = std::hint::black_box(vec![0u8; 100]);
+//! assert_eq!(vinort_ir::alloc_count::snapshot().since(&before).allocs, 1);
+//! # drop(v);
+//! ```
 //!
 //! Only allocations made through Rust's allocator pass through here: vinort's own code, the
 //! Rust CPU kernels and their threads. Memory that OpenVINO's C++ code takes with
