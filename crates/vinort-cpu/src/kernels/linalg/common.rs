@@ -65,6 +65,17 @@ pub(crate) fn to_compute(t: &Tensor) -> Result<Cow<'_, Tensor>> {
     })
 }
 
+/// A constant input prepared once at kernel build: widened to f32 when it is f16 or bf16.
+/// f32 and f64 constants need nothing (None): the partition's plan hands them to the kernel
+/// already aligned, so copying them here would only double their memory and make asking the
+/// Cpu provider whether it *could* run a node (which builds the kernel) cost a weight copy.
+pub(crate) fn widen_const(t: &Tensor) -> Result<Option<Tensor>> {
+    Ok(match t.dtype() {
+        DType::F16 | DType::BF16 => Some(to_compute(t)?.into_owned()),
+        _ => None,
+    })
+}
+
 /// Narrows a computed result back to the node's element type.
 pub(crate) fn from_compute(t: Tensor, dtype: DType) -> Result<Tensor> {
     Ok(match dtype {

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::common::{
-    AutoPad, Real, View, WindowAttrs, check_dtype, from_compute, matmul_into, to_compute, to3, valid_range,
+    AutoPad, Real, View, WindowAttrs, check_dtype, from_compute, matmul_into, to_compute, to3, valid_range, widen_const,
 };
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
 
@@ -50,7 +50,7 @@ fn prod(v: &[usize; 3]) -> usize {
 /// The node's element type, then X, W and the optional bias in the compute type.
 type ConvInputs<'a> = (DType, Cow<'a, Tensor>, Cow<'a, Tensor>, Option<Cow<'a, Tensor>>);
 
-/// Weights and bias converted once when they are constants.
+/// Weights and bias widened to f32 once when they are f16/bf16 constants.
 struct Consts {
     w: Option<Tensor>,
     b: Option<Tensor>,
@@ -61,9 +61,11 @@ impl Consts {
         for i in 0..3 {
             check_dtype(info.node, info.input_dtype(i), &TYPES)?;
         }
-        let conv =
-            |i| info.const_input(i).filter(|t| TYPES.contains(&t.dtype())).map(|t| to_compute(t).map(Cow::into_owned));
-        Ok(Consts { w: conv(1).transpose()?, b: conv(2).transpose()? })
+        let widen = |i| match info.const_input(i).filter(|t| TYPES.contains(&t.dtype())) {
+            Some(t) => widen_const(t),
+            None => Ok(None),
+        };
+        Ok(Consts { w: widen(1)?, b: widen(2)? })
     }
 
     /// (x, w, bias) in the compute type, checking they share the node's element type.

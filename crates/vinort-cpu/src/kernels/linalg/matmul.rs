@@ -8,7 +8,7 @@
 use rayon::prelude::*;
 use vinort_ir::{DType, Elem, Error, Result, RunContext, Tensor, Value};
 
-use super::common::{Real, View, check_dtype, from_compute, is_real, matmul_into, to_compute};
+use super::common::{Real, View, check_dtype, from_compute, is_real, matmul_into, to_compute, widen_const};
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
 
 const TYPES: [DType; 8] =
@@ -176,7 +176,7 @@ fn int_product<T: IntElem>(m: usize, n: usize, k: usize, a: impl Fn(usize, usize
 }
 
 struct MatMul {
-    /// B converted to the compute type when it is a constant.
+    /// B widened to f32 once when it is an f16/bf16 constant.
     b: Option<Tensor>,
 }
 
@@ -184,7 +184,7 @@ fn matmul_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     check_dtype(info.node, info.input_dtype(0), &TYPES)?;
     check_dtype(info.node, info.input_dtype(1), &TYPES)?;
     let b = match info.const_input(1) {
-        Some(t) if is_real(t.dtype()) => Some(to_compute(t)?.into_owned()),
+        Some(t) if is_real(t.dtype()) => widen_const(t)?,
         _ => None,
     };
     Ok(Box::new(MatMul { b }))
@@ -249,7 +249,7 @@ fn gemm_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         check_dtype(n, info.input_dtype(i), &TYPES)?;
     }
     let b = match info.const_input(1) {
-        Some(t) if is_real(t.dtype()) => Some(to_compute(t)?.into_owned()),
+        Some(t) if is_real(t.dtype()) => widen_const(t)?,
         _ => None,
     };
     Ok(Box::new(Gemm {
