@@ -201,32 +201,42 @@ impl DeformConv {
         let geo = Geometry { channels, in_hw: [ih, iw], out_hw: [oh, ow], kernel: [kh, kw] };
         let (plane, cols_per_img) = (oh * ow, channels * taps * oh * ow);
         let (ocg, depth) = (oc / group, cpg * taps);
-        let mut y = vec![T::ZERO; batch * oc * plane];
         let mut cols = vec![T::ZERO; cols_per_img];
-        for n in 0..batch {
-            let off_n = &off[n * og * taps * 2 * plane..(n + 1) * og * taps * 2 * plane];
-            let mask_n = mask.as_ref().map(|m| &m[n * og * taps * plane..(n + 1) * og * taps * plane]);
-            let x_n = &x[n * channels * ih * iw..(n + 1) * channels * ih * iw];
-            self.columns(&geo, x_n, off_n, mask_n, &mut cols);
-            let y_n = &mut y[n * oc * plane..(n + 1) * oc * plane];
-            for g in 0..group {
-                matmul(
-                    (ocg, plane, depth),
-                    Mat::rows(&w[g * ocg * depth..(g + 1) * ocg * depth], depth),
-                    Mat::rows(&cols[g * depth * plane..(g + 1) * depth * plane], plane),
-                    &mut y_n[g * ocg * plane..(g + 1) * ocg * plane],
-                    false,
-                )?;
-            }
-            if let Some(bias) = &bias {
-                for (row, b) in y_n.chunks_exact_mut(plane.max(1)).zip(bias) {
-                    for v in row {
-                        *v += *b;
+        let mut fill = |y: &mut [T]| -> Result<()> {
+            for n in 0..batch {
+                let off_n = &off[n * og * taps * 2 * plane..(n + 1) * og * taps * 2 * plane];
+                let mask_n = mask.as_ref().map(|m| &m[n * og * taps * plane..(n + 1) * og * taps * plane]);
+                let x_n = &x[n * channels * ih * iw..(n + 1) * channels * ih * iw];
+                self.columns(&geo, x_n, off_n, mask_n, &mut cols);
+                let y_n = &mut y[n * oc * plane..(n + 1) * oc * plane];
+                for g in 0..group {
+                    matmul(
+                        (ocg, plane, depth),
+                        Mat::rows(&w[g * ocg * depth..(g + 1) * ocg * depth], depth),
+                        Mat::rows(&cols[g * depth * plane..(g + 1) * depth * plane], plane),
+                        &mut y_n[g * ocg * plane..(g + 1) * ocg * plane],
+                        false,
+                    )?;
+                }
+                if let Some(bias) = &bias {
+                    for (row, b) in y_n.chunks_exact_mut(plane.max(1)).zip(bias) {
+                        for v in row {
+                            *v += *b;
+                        }
                     }
                 }
             }
+            Ok(())
+        };
+        let shape = [batch, oc, oh, ow];
+        if dtype == T::DTYPE {
+            // Computing in the output's own type: straight into the output tensor, no staging copy.
+            Tensor::try_build::<T, Error>(&shape, fill)
+        } else {
+            let mut y = vec![T::ZERO; batch * oc * plane];
+            fill(&mut y)?;
+            T::store(dtype, &shape, &y)
         }
-        T::store(dtype, &[batch, oc, oh, ow], &y)
     }
 
     /// Fills `cols` (`[C * kH * kW, oH * oW]`) with one image's deformed samples.
