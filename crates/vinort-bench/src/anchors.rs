@@ -130,18 +130,8 @@ pub fn ort(
         drop(out);
         Ok(())
     };
-    let t = Instant::now();
-    run(&mut session)?;
-    let first_ms = ms(t.elapsed());
-    for _ in 0..warmup {
-        run(&mut session)?;
-    }
-    let mut latencies_ms = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let t = Instant::now();
-        run(&mut session)?;
-        latencies_ms.push(ms(t.elapsed()));
-    }
+    let first_ms = crate::measure::first_then_warm(warmup, || run(&mut session))?;
+    let latencies_ms = crate::measure::time_runs(runs, || run(&mut session))?;
     let note = format!(
         "{} ({}), {threads} intra-op threads",
         lib.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),

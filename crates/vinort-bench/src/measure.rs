@@ -190,6 +190,28 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// Times the first run (ms), then makes `warmup` untimed runs.
+pub(crate) fn first_then_warm(warmup: usize, mut run: impl FnMut() -> Result<()>) -> Result<f64> {
+    let t = Instant::now();
+    run()?;
+    let first = ms(t.elapsed());
+    for _ in 0..warmup {
+        run()?;
+    }
+    Ok(first)
+}
+
+/// Times `runs` runs, one latency (ms) each; allocates nothing inside the loop.
+pub(crate) fn time_runs(runs: usize, mut run: impl FnMut() -> Result<()>) -> Result<Vec<f64>> {
+    let mut latencies = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        run()?;
+        latencies.push(ms(t.elapsed()));
+    }
+    Ok(latencies)
+}
+
 /// Measures `runtime` on the model in `model_dir`.
 pub fn measure(
     runtime: &str,
@@ -257,21 +279,11 @@ fn vinort_run(
         }
         _ => None,
     };
-    let run = || session.run(feeds.iter().map(|(n, t)| (n.as_str(), t)));
-    let t = Instant::now();
-    run()?;
-    let first_ms = ms(t.elapsed());
-    for _ in 0..warmup {
-        run()?;
-    }
-    let mut latencies_ms = Vec::with_capacity(runs);
+    // Dropping the outputs is part of a run, as it is for ONNX Runtime's.
+    let run = || session.run(feeds.iter().map(|(n, t)| (n.as_str(), t))).map(drop).map_err(Into::into);
+    let first_ms = first_then_warm(warmup, run)?;
     let (heap0, tensors0) = (vinort::ir::alloc_count::snapshot(), vinort::ir::stats::snapshot());
-    for _ in 0..runs {
-        let t = Instant::now();
-        let out = run()?;
-        latencies_ms.push(ms(t.elapsed()));
-        drop(out);
-    }
+    let latencies_ms = time_runs(runs, run)?;
     let (heap, tensors) =
         (vinort::ir::alloc_count::snapshot().since(&heap0), vinort::ir::stats::snapshot().since(&tensors0));
     // The timed loop allocates nothing of its own (`latencies_ms` has its capacity), so the
@@ -383,18 +395,8 @@ fn native_openvino(
     cache_dir: Option<&Path>,
 ) -> Result<Measurement> {
     let mut n = NativeOv::new(f32_precision, model, feeds, threads, cache_dir)?;
-    let t = Instant::now();
-    n.infer()?;
-    let first_ms = ms(t.elapsed());
-    for _ in 0..warmup {
-        n.infer()?;
-    }
-    let mut latencies_ms = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let t = Instant::now();
-        n.infer()?;
-        latencies_ms.push(ms(t.elapsed()));
-    }
+    let first_ms = first_then_warm(warmup, || n.infer())?;
+    let latencies_ms = time_runs(runs, || n.infer())?;
     let precision = n.compiled.property("INFERENCE_PRECISION_HINT").unwrap_or_else(|_| "?".into());
     Ok(Measurement {
         session_ms: n.session_ms,
