@@ -193,3 +193,39 @@ fn wrong_inputs_are_clear_errors() {
     }
     assert!(s.run([("x", good())]).is_ok());
 }
+
+/// Each kind of failure is its own variant, so a caller can react to it without parsing text.
+#[test]
+fn error_kinds_can_be_told_apart() {
+    // A malformed model.
+    assert!(matches!(Runtime::from_bytes(vec![0xff; 64]), Err(Error::Model(_))));
+    assert!(matches!(Runtime::load("/no/such/model.onnx"), Err(Error::Model(_))));
+    // An op nobody runs.
+    let unknown = Runtime::load(model_dir("unknown_op").join("model.onnx")).unwrap();
+    assert!(matches!(unknown.providers([Cpu::default().into()]).build(), Err(Error::UnsupportedNodes(_))));
+    // A bad option, with the option's own error as the source.
+    match vinort::OpenVino::from_key_values([("precision", "FP7")]) {
+        Err(e @ Error::Option(_)) => assert!(e.to_string().contains("FP7"), "{e}"),
+        other => panic!("want Error::Option, got {:?}", other.err()),
+    }
+    // A bad run input.
+    let s = Runtime::from_bytes(encode(&model(relu_graph(), 17))).unwrap().build().unwrap();
+    assert!(matches!(s.run([("bogus", Tensor::from_vec(&[2, 3], vec![0f32; 6]).unwrap())]), Err(Error::Input { .. })));
+    // A provider failing at a node while running: the kernel's error is kept as the source.
+    let graph = onnx::GraphProto {
+        name: Some("g".into()),
+        node: vec![node("Reshape", "r", &["x", "s"], &["y"])],
+        input: vec![value_info("x", 1, &[2, 3]), value_info("s", 7, &[1])],
+        output: vec![value_info("y", 1, &[6])],
+        ..Default::default()
+    };
+    let s = Runtime::from_bytes(encode(&model(graph, 17))).unwrap().build().unwrap();
+    let x = Tensor::from_vec(&[2, 3], vec![0f32; 6]).unwrap();
+    match s.run([("x", x), ("s", Tensor::from_vec(&[1], vec![7i64]).unwrap())]) {
+        Err(Error::Provider { provider, node, op, source }) => {
+            assert_eq!((provider.as_str(), node.as_deref(), op.as_deref()), ("Cpu", Some("r"), Some("Reshape")));
+            assert!(source.to_string().contains('7'), "{source}");
+        }
+        other => panic!("want Error::Provider, got {:?}", other.err()),
+    }
+}

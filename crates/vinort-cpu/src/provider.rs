@@ -31,9 +31,16 @@ pub struct KernelStep {
 
 impl Step for KernelStep {
     fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
+        // Errors that already name their node (a kernel's own, or one from inside a
+        // control-flow body) pass through; anything else gets this node attached, whole.
         self.kernel.run(inputs, ctx).map_err(|e| match e {
-            Error::Node { .. } => e,
-            other => Error::Node { node: self.node.clone(), op: self.op.clone(), message: other.to_string() },
+            Error::Node { .. } | Error::Provider { .. } => e,
+            other => Error::Provider {
+                provider: "Cpu".into(),
+                node: Some(self.node.clone()),
+                op: Some(self.op.clone()),
+                source: Box::new(other),
+            },
         })
     }
 }

@@ -83,12 +83,47 @@ pub enum Error {
     /// Something is not supported (by a kernel, a provider or this version).
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// A provider failed compiling or running part of the graph; the failure is kept as the
+    /// source (an OpenVINO status with OpenVINO's message, a kernel's error...).
+    #[error("{provider}{}: {source}", at_node(.node.as_deref(), .op.as_deref()))]
+    Provider {
+        /// The provider (`Cpu`, `OpenVINO`).
+        provider: String,
+        /// The node it was working on, when there is one.
+        node: Option<String>,
+        /// That node's op type, with domain when not the default one.
+        op: Option<String>,
+        /// What went wrong.
+        source: BoxError,
+    },
+}
+
+/// Any error a provider reports, kept whole so callers can walk its `source()` chain.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// `, node 'name' (op)` for messages about a failure at a node, empty without one.
+pub fn at_node(node: Option<&str>, op: Option<&str>) -> String {
+    match (node, op) {
+        (Some(n), Some(op)) => format!(", node '{n}' ({op})"),
+        (Some(n), None) => format!(", node '{n}'"),
+        _ => String::new(),
+    }
 }
 
 impl Error {
     /// An [`Error::Invalid`] from anything printable.
     pub fn invalid(msg: impl Into<String>) -> Error {
         Error::Invalid(msg.into())
+    }
+
+    /// An [`Error::Provider`] for a failure of `provider` at `node`.
+    pub fn provider(provider: impl Into<String>, node: Option<&crate::Node>, source: impl Into<BoxError>) -> Error {
+        Error::Provider {
+            provider: provider.into(),
+            node: node.map(|n| n.name.clone()),
+            op: node.map(crate::Node::qualified_op),
+            source: source.into(),
+        }
     }
 
     /// An [`Error::Unsupported`] from anything printable.

@@ -4,7 +4,8 @@
 //!   mapping ([`Origin::Shared`]), external data is mapped too and confined to the model's folder.
 //! - [`Graph`] mirrors ONNX on a petgraph DAG: every node, attribute, opset and subgraph is
 //!   kept, whether or not any provider can run it.
-//! - [`infer`] refines value types with one pure rule per op.
+//! - [`ops`] is the one home of what vinort knows about each op (opsets, shape rule, traits,
+//!   shared window geometry); [`infer`] refines value types with those rules.
 //! - [`provider`] is the execution-provider interface; [`exec`] the step executor.
 //!
 //! ```
@@ -24,6 +25,7 @@ pub mod exec;
 pub mod graph;
 pub mod infer;
 pub mod load;
+pub mod ops;
 pub mod provider;
 pub mod stats;
 pub mod tensor;

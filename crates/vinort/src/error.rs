@@ -31,24 +31,44 @@ impl fmt::Display for RefusedNode {
     }
 }
 
-/// Everything that can go wrong loading, building or running a session.
+/// Everything that can go wrong loading, building or running a session. Each kind of failure
+/// is its own variant, so callers can tell a malformed model ([`Error::Model`]), an op nobody
+/// runs ([`Error::UnsupportedNodes`]), a bad option ([`Error::Option`]), a bad run input
+/// ([`Error::Input`]) and a provider's failure ([`Error::Provider`], e.g. OpenVINO's status
+/// and message) apart; wrapped causes stay reachable through `source()`.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// Loading, validating or running the graph failed.
+    /// The model file cannot be read, is not ONNX, or breaks ONNX's rules.
     #[error(transparent)]
-    Ir(#[from] vinort_ir::Error),
+    Model(vinort_ir::Error),
     /// Some nodes can be run by none of the providers.
     #[error("{} node(s) cannot be run by any provider:\n{}", .0.len(), .0.iter().map(|n| format!("  - {n}")).collect::<Vec<_>>().join("\n"))]
     UnsupportedNodes(Vec<RefusedNode>),
     /// A provider could not start and the registration said to fail.
-    #[error("execution provider {provider} could not start: {reason}")]
+    #[error("execution provider {provider} could not start: {source}")]
     ProviderUnavailable {
         /// Provider name.
         provider: String,
         /// Why.
-        reason: String,
+        source: vinort_ir::Error,
     },
+    /// A provider failed compiling or running a partition (an OpenVINO status, a Cpu kernel's
+    /// error); the failure is the source.
+    #[error("{provider}{}: {source}", vinort_ir::error::at_node(.node.as_deref(), .op.as_deref()))]
+    Provider {
+        /// Provider name.
+        provider: String,
+        /// The node it was working on, when there is one.
+        node: Option<String>,
+        /// That node's op type.
+        op: Option<String>,
+        /// What went wrong.
+        source: vinort_ir::error::BoxError,
+    },
+    /// A provider option is unknown or has an invalid value.
+    #[error(transparent)]
+    Option(#[from] vinort_openvino::options::OptionError),
     /// A run input is wrong (missing, unknown, wrong dtype or shape).
     #[error("input '{name}': {message}")]
     Input {
@@ -60,4 +80,18 @@ pub enum Error {
     /// The session was configured wrongly (no providers...).
     #[error("session configuration: {0}")]
     Config(String),
+    /// Running the graph failed outside any provider (a value of the wrong kind...).
+    #[error(transparent)]
+    Ir(vinort_ir::Error),
+}
+
+impl From<vinort_ir::Error> for Error {
+    /// A provider's failure becomes [`Error::Provider`] (the node named in the provider's
+    /// error moves up); everything else stays an IR error.
+    fn from(e: vinort_ir::Error) -> Error {
+        match e {
+            vinort_ir::Error::Provider { provider, node, op, source } => Error::Provider { provider, node, op, source },
+            e => Error::Ir(e),
+        }
+    }
 }

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
+use vinort_ir::ops::{self, Traits};
 use vinort_ir::{Model, NodeIndex, PartitionDef, ValueId, ValueSource};
 
 use crate::error::{Error, RefusedNode, Result};
@@ -212,29 +213,6 @@ pub(crate) fn partition(
     Ok((defs, plan))
 }
 
-/// Ops whose work dwarfs a partition boundary's cost.
-const HEAVY: &[&str] = &[
-    "Conv",
-    "ConvTranspose",
-    "ConvInteger",
-    "QLinearConv",
-    "MatMul",
-    "MatMulInteger",
-    "QLinearMatMul",
-    "Gemm",
-    "LSTM",
-    "GRU",
-    "RNN",
-    "Attention",
-    "Einsum",
-    "If",
-    "Loop",
-    "Scan",
-    "Resize",
-    "NonMaxSuppression",
-    "RoiAlign",
-];
-
 /// Nodes in a partition at or below which, with no heavy op among them, a partition does not
 /// pay for its boundaries.
 pub const MIN_CHEAP_PARTITION: usize = 3;
@@ -242,11 +220,11 @@ pub const MIN_CHEAP_PARTITION: usize = 3;
 /// The cost rule. Every partition boundary costs a synchronous hand-off (for OpenVINO an infer
 /// request round trip, tens of microseconds) while elementwise and shape-plumbing ops on a
 /// few tensors cost about as much on any provider. So a partition of at most
-/// [`MIN_CHEAP_PARTITION`] nodes with no heavy op (convolution, matrix product, recurrent,
+/// [`MIN_CHEAP_PARTITION`] nodes with no heavy op ([`Traits::HEAVY`]: convolution, matrix product, recurrent,
 /// attention, control flow...) is not worth its boundaries when another partition exists and
 /// a later provider can run its nodes: they move there and join their neighbours.
 fn worth_a_partition(model: &Model, nodes: &[NodeIndex]) -> bool {
-    nodes.len() > MIN_CHEAP_PARTITION || nodes.iter().any(|n| HEAVY.contains(&model.graph.node(*n).op_type.as_str()))
+    nodes.len() > MIN_CHEAP_PARTITION || nodes.iter().any(|n| ops::has_traits(model.graph.node(*n), Traits::HEAVY))
 }
 
 /// Groups nodes into convex partitions per provider, greedily in topological order: a node

@@ -89,7 +89,7 @@ impl OpenVino {
     /// `MULTI:GPU,CPU`.
     pub fn device(device: &str) -> Result<OpenVino, crate::Error> {
         let mut o = OpenVino::default();
-        o.options.set("device_type", device).map_err(|e| crate::Error::Config(e.to_string()))?;
+        o.options.set("device_type", device).map_err(crate::Error::Option)?;
         Ok(o)
     }
 
@@ -102,14 +102,14 @@ impl OpenVino {
     pub fn from_key_values<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<OpenVino, crate::Error> {
         let mut o = OpenVino::default();
         for (k, v) in pairs {
-            o.options.set(k, v).map_err(|e| crate::Error::Config(e.to_string()))?;
+            o.options.set(k, v).map_err(crate::Error::Option)?;
         }
         Ok(o)
     }
 
     /// Sets one ORT-style option by name.
     pub fn set(mut self, key: &str, value: &str) -> Result<OpenVino, crate::Error> {
-        self.options.set(key, value).map_err(|e| crate::Error::Config(e.to_string()))?;
+        self.options.set(key, value).map_err(crate::Error::Option)?;
         Ok(self)
     }
 

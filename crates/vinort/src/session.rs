@@ -18,12 +18,12 @@ pub struct Runtime;
 impl Runtime {
     /// Loads a model file (memory-mapped; weights are not copied).
     pub fn load(path: impl AsRef<Path>) -> Result<SessionBuilder> {
-        Ok(SessionBuilder::new(Model::load(path)?))
+        Ok(SessionBuilder::new(Model::load(path).map_err(Error::Model)?))
     }
 
     /// Loads a model from bytes (external data is refused: there is no folder to find it in).
     pub fn from_bytes(bytes: impl Into<vinort_ir::proto::prost::bytes::Bytes>) -> Result<SessionBuilder> {
-        Ok(SessionBuilder::new(Model::from_bytes(bytes)?))
+        Ok(SessionBuilder::new(Model::from_bytes(bytes).map_err(Error::Model)?))
     }
 }
 
@@ -64,7 +64,7 @@ impl SessionBuilder {
                     started.push(p.ep.clone());
                 }
                 Err(e) if p.error_on_failure => {
-                    return Err(Error::ProviderUnavailable { provider: p.name(), reason: e.to_string() });
+                    return Err(Error::ProviderUnavailable { provider: p.name(), source: e });
                 }
                 Err(e) => {
                     tracing::warn!(provider = %p.name(), error = %e, "execution provider skipped");

@@ -4,7 +4,7 @@
 //! type (if any) is kept. Where a rule decides, its answer wins over the declaration, because
 //! real models declare wrong output shapes.
 
-mod rules;
+pub(crate) mod rules;
 
 use std::collections::HashMap;
 
@@ -50,12 +50,9 @@ impl InferCtx<'_> {
 /// A shape rule: output types, in output order (fewer entries mean `Unknown` for the rest).
 pub type Rule = fn(&InferCtx<'_>) -> Result<Vec<ValueType>>;
 
-/// The rule for an op, if one is registered.
-pub fn rule_for(domain: &str, op_type: &str) -> Option<Rule> {
-    if !(domain.is_empty() || domain == "ai.onnx") {
-        return None;
-    }
-    rules::lookup(op_type)
+/// The rule for an op at an opset, if one is registered ([`crate::ops`] holds them).
+pub fn rule_for(domain: &str, op_type: &str, opset: i64) -> Option<Rule> {
+    crate::ops::spec(domain, op_type, opset)?.infer
 }
 
 /// The tensor a `Constant` node produces.
@@ -69,7 +66,7 @@ pub fn infer_graph(g: &mut Graph) {
     let mut folded: HashMap<ValueId, Tensor> = HashMap::new();
     for ix in g.order.clone() {
         let node = &g.dag[ix];
-        let Some(rule) = rule_for(&node.domain, &node.op_type) else {
+        let Some(rule) = rule_for(&node.domain, &node.op_type, node.opset) else {
             continue;
         };
         let inputs = node

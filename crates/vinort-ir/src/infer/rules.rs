@@ -1,185 +1,81 @@
 //! Per-op shape rules for the default ONNX domain.
 
-use super::{InferCtx, Rule};
+use super::InferCtx;
 use crate::attr::Attr;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::graph::Node;
+use crate::ops::window::WindowAttrs;
 use crate::tensor::Tensor;
 use crate::value::{Dim, ValueType};
 
 type Out = Result<Vec<ValueType>>;
 
-const SAME_AS_FIRST: &[&str] = &[
-    "Abs",
-    "Neg",
-    "Sqrt",
-    "Exp",
-    "Log",
-    "Erf",
-    "Tanh",
-    "Sigmoid",
-    "Relu",
-    "LeakyRelu",
-    "Clip",
-    "HardSigmoid",
-    "HardSwish",
-    "Gelu",
-    "Identity",
-    "Softmax",
-    "LogSoftmax",
-    "Ceil",
-    "Floor",
-    "Round",
-    "Reciprocal",
-    "Sin",
-    "Cos",
-    "Tan",
-    "Asin",
-    "Acos",
-    "Atan",
-    "Sinh",
-    "Cosh",
-    "Asinh",
-    "Acosh",
-    "Atanh",
-    "Elu",
-    "Selu",
-    "Celu",
-    "Softplus",
-    "Softsign",
-    "Sign",
-    "Mish",
-    "Shrink",
-    "ThresholdedRelu",
-    "LRN",
-    "InstanceNormalization",
-    "MeanVarianceNormalization",
-    "CumSum",
-    "Hardmax",
-    "BitwiseNot",
-];
-const BROADCAST_SAME: &[&str] = &[
-    "Add",
-    "Sub",
-    "Mul",
-    "Div",
-    "Pow",
-    "Mod",
-    "PRelu",
-    "Max",
-    "Min",
-    "Sum",
-    "Mean",
-    "BitShift",
-    "BitwiseAnd",
-    "BitwiseOr",
-    "BitwiseXor",
-];
-const BROADCAST_BOOL: &[&str] = &["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"];
-
 /// Output has input 0's element type and rank; extents depend on values we may not know.
-const SAME_RANK: &[&str] = &[
-    "Slice",
-    "Pad",
-    "Tile",
-    "Resize",
-    "Upsample",
-    "ReverseSequence",
-    "Trilu",
-    "ScatterElements",
-    "ScatterND",
-    "Scatter",
-    "DepthToSpace",
-    "SpaceToDepth",
-    "GatherElements",
-    "ConvTranspose",
-    "LpNormalization",
-    "GroupNormalization",
-    "RoiAlign",
-    "GridSample",
-    "Col2Im",
-];
-/// Outputs have input 0's element type; their ranks are not derived here.
-const SAME_DTYPE: &[&str] = &["Split", "GatherND", "Compress", "Einsum", "Unique"];
-
-fn same_rank(c: &InferCtx<'_>) -> Out {
+pub(crate) fn same_rank(c: &InferCtx<'_>) -> Out {
     Ok(vec![tensor(c.dtype(0), c.shape(0).map(|s| vec![Dim::Unknown; s.len()]))])
 }
 
-pub(super) fn lookup(op: &str) -> Option<Rule> {
-    if SAME_AS_FIRST.contains(&op) {
-        return Some(same_as_first);
-    }
-    if BROADCAST_SAME.contains(&op) {
-        return Some(|c| broadcast_all(c, c.dtype(0)));
-    }
-    if BROADCAST_BOOL.contains(&op) {
-        return Some(|c| broadcast_all(c, Some(DType::Bool)));
-    }
-    if SAME_RANK.contains(&op) {
-        return Some(same_rank);
-    }
-    if SAME_DTYPE.contains(&op) {
-        return Some(|c| Ok(vec![tensor(c.dtype(0), None); c.node.outputs.len().max(1)]));
-    }
-    Some(match op {
-        "ArgMax" | "ArgMin" => {
-            |c| Ok(vec![ValueType::Tensor(DType::I64, c.shape(0).map(|s| vec![Dim::Unknown; s.len()]))])
-        }
-        "NonZero" => |c| {
-            Ok(vec![ValueType::Tensor(
-                DType::I64,
-                Some(vec![Dim::Fixed(c.shape(0).map_or(0, <[Dim]>::len)), Dim::Unknown]),
-            )])
-        },
-        "TopK" => |c| {
-            let s = c.shape(0).map(|s| vec![Dim::Unknown; s.len()]);
-            Ok(vec![tensor(c.dtype(0), s.clone()), ValueType::Tensor(DType::I64, s)])
-        },
-        "Not" | "IsNaN" | "IsInf" => |c| Ok(vec![with_dtype(c.ty(0), DType::Bool)]),
-        "Where" => where_,
-        "Cast" => cast,
-        "CastLike" => |c| {
-            Ok(vec![match c.dtype(1) {
-                Some(d) => with_dtype(c.ty(0), d),
-                None => ValueType::Unknown,
-            }])
-        },
-        "BatchNormalization" | "LayerNormalization" | "Dropout" | "RMSNormalization" => same_as_first,
-        "MatMul" => matmul,
-        "Gemm" => gemm,
-        "Conv" | "DeformConv" => conv,
-        "MaxPool" | "AveragePool" | "LpPool" => conv,
-        "MaxUnpool" => max_unpool,
-        "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => global_pool,
-        "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1" | "ReduceL2"
-        | "ReduceLogSum" | "ReduceLogSumExp" | "ReduceSumSquare" => reduce,
-        "Reshape" => reshape,
-        "Transpose" => transpose,
-        "Concat" => concat,
-        "Flatten" => flatten,
-        "Squeeze" => squeeze,
-        "Unsqueeze" => unsqueeze,
-        "Shape" => shape,
-        "Size" => |_| Ok(vec![ValueType::tensor(DType::I64, &[])]),
-        "Gather" => gather,
-        "Constant" => |c| constant_value(c.node).map(|t| vec![ValueType::tensor(t.dtype(), t.shape())]),
-        "ConstantOfShape" => constant_of_shape,
-        "Expand" => expand,
-        "Range" => |c| {
-            Ok(vec![ValueType::Tensor(c.dtype(0).unwrap_or(DType::F32), Some(vec![Dim::Unknown]))]).map(|mut v| {
-                if c.dtype(0).is_none() {
-                    v[0] = ValueType::Unknown;
-                }
-                v
-            })
-        },
-        _ => return None,
-    })
+/// Outputs have input 0's element type; their ranks are not derived here.
+pub(crate) fn same_dtype(c: &InferCtx<'_>) -> Out {
+    Ok(vec![tensor(c.dtype(0), None); c.node.outputs.len().max(1)])
 }
 
-fn same_as_first(c: &InferCtx<'_>) -> Out {
+/// Numpy broadcasting of every input, input 0's element type.
+pub(crate) fn broadcast_same(c: &InferCtx<'_>) -> Out {
+    broadcast_all(c, c.dtype(0))
+}
+
+/// Numpy broadcasting of every input, bool output (comparisons, logic).
+pub(crate) fn broadcast_bool(c: &InferCtx<'_>) -> Out {
+    broadcast_all(c, Some(DType::Bool))
+}
+
+/// ArgMax/ArgMin: int64 indices of input 0's rank.
+pub(crate) fn arg_index(c: &InferCtx<'_>) -> Out {
+    Ok(vec![ValueType::Tensor(DType::I64, c.shape(0).map(|s| vec![Dim::Unknown; s.len()]))])
+}
+
+/// NonZero: int64 `[rank, count]`.
+pub(crate) fn non_zero(c: &InferCtx<'_>) -> Out {
+    Ok(vec![ValueType::Tensor(DType::I64, Some(vec![Dim::Fixed(c.shape(0).map_or(0, <[Dim]>::len)), Dim::Unknown]))])
+}
+
+/// TopK: values of input 0's type, int64 indices, both of input 0's rank.
+pub(crate) fn top_k(c: &InferCtx<'_>) -> Out {
+    let s = c.shape(0).map(|s| vec![Dim::Unknown; s.len()]);
+    Ok(vec![tensor(c.dtype(0), s.clone()), ValueType::Tensor(DType::I64, s)])
+}
+
+/// Not, IsNaN, IsInf: bool of input 0's shape.
+pub(crate) fn bool_like(c: &InferCtx<'_>) -> Out {
+    Ok(vec![with_dtype(c.ty(0), DType::Bool)])
+}
+
+/// CastLike: input 0's shape, input 1's element type.
+pub(crate) fn cast_like(c: &InferCtx<'_>) -> Out {
+    Ok(vec![match c.dtype(1) {
+        Some(d) => with_dtype(c.ty(0), d),
+        None => ValueType::Unknown,
+    }])
+}
+
+/// Size: an int64 scalar.
+pub(crate) fn size(_: &InferCtx<'_>) -> Out {
+    Ok(vec![ValueType::tensor(DType::I64, &[])])
+}
+
+/// Constant: its value's type and shape.
+pub(crate) fn constant(c: &InferCtx<'_>) -> Out {
+    constant_value(c.node).map(|t| vec![ValueType::tensor(t.dtype(), t.shape())])
+}
+
+/// Range: a 1-D tensor of the start's type.
+pub(crate) fn range(c: &InferCtx<'_>) -> Out {
+    Ok(vec![tensor(c.dtype(0), Some(vec![Dim::Unknown]))])
+}
+
+pub(crate) fn same_as_first(c: &InferCtx<'_>) -> Out {
     Ok(vec![c.ty(0).clone()])
 }
 
@@ -233,7 +129,7 @@ fn broadcast_all(c: &InferCtx<'_>, d: Option<DType>) -> Out {
     Ok(vec![tensor(d, shape)])
 }
 
-fn where_(c: &InferCtx<'_>) -> Out {
+pub(crate) fn where_(c: &InferCtx<'_>) -> Out {
     let mut s = broadcast_all(c, c.dtype(1))?;
     if c.dtype(1).is_none() {
         s[0] = ValueType::Unknown;
@@ -241,13 +137,13 @@ fn where_(c: &InferCtx<'_>) -> Out {
     Ok(s)
 }
 
-fn cast(c: &InferCtx<'_>) -> Out {
+pub(crate) fn cast(c: &InferCtx<'_>) -> Out {
     let to = c.node.req_attr::<i64>("to")?;
     let d = DType::from_onnx(to as i32).ok_or_else(|| c.node.error(format!("'to' = {to} is no ONNX data type")))?;
     Ok(vec![with_dtype(c.ty(0), d)])
 }
 
-fn matmul(c: &InferCtx<'_>) -> Out {
+pub(crate) fn matmul(c: &InferCtx<'_>) -> Out {
     let (Some(a), Some(b)) = (c.shape(0), c.shape(1)) else {
         return Ok(vec![tensor(c.dtype(0), None)]);
     };
@@ -279,7 +175,7 @@ fn matmul(c: &InferCtx<'_>) -> Out {
     Ok(vec![tensor(c.dtype(0), Some(out))])
 }
 
-fn gemm(c: &InferCtx<'_>) -> Out {
+pub(crate) fn gemm(c: &InferCtx<'_>) -> Out {
     let ta = c.node.attr_or::<i64>("transA", 0)? != 0;
     let tb = c.node.attr_or::<i64>("transB", 0)? != 0;
     let shape = match (c.shape(0), c.shape(1)) {
@@ -291,8 +187,9 @@ fn gemm(c: &InferCtx<'_>) -> Out {
     Ok(vec![tensor(c.dtype(0), shape)])
 }
 
-/// Conv and pooling: spatial output sizes from kernel, strides, pads, dilations, auto_pad.
-fn conv(c: &InferCtx<'_>) -> Out {
+/// Conv, DeformConv and the pools: spatial output sizes by the shared window rule
+/// ([`crate::ops::window`]).
+pub(crate) fn window(c: &InferCtx<'_>) -> Out {
     let n = c.node;
     let Some(x) = c.shape(0) else {
         return Ok(vec![tensor(c.dtype(0), None)]);
@@ -302,15 +199,14 @@ fn conv(c: &InferCtx<'_>) -> Out {
     }
     let sp = x.len() - 2;
     let is_conv = matches!(n.op_type.as_str(), "Conv" | "DeformConv");
-    let kernel: Vec<i64> = match n.attr::<Vec<i64>>("kernel_shape")? {
-        Some(k) => k,
+    let attrs = WindowAttrs::parse(n)?;
+    let kernel: Vec<usize> = match &attrs.kernel {
+        Some(k) => k.clone(),
         None if is_conv => match c.shape(1) {
-            Some(w) if w.len() == x.len() => {
-                match w[2..].iter().map(|d| d.fixed().map(|v| v as i64)).collect::<Option<Vec<_>>>() {
-                    Some(k) => k,
-                    None => return Ok(vec![tensor(c.dtype(0), None)]),
-                }
-            }
+            Some(w) if w.len() == x.len() => match w[2..].iter().map(Dim::fixed).collect::<Option<Vec<_>>>() {
+                Some(k) => k,
+                None => return Ok(vec![tensor(c.dtype(0), None)]),
+            },
             _ => return Ok(vec![tensor(c.dtype(0), None)]),
         },
         None => return Err(n.error("kernel_shape is required")),
@@ -318,14 +214,7 @@ fn conv(c: &InferCtx<'_>) -> Out {
     if kernel.len() != sp {
         return Err(n.error(format!("kernel_shape has {} dims, input has {sp} spatial dims", kernel.len())));
     }
-    let strides = n.attr::<Vec<i64>>("strides")?.unwrap_or_else(|| vec![1; sp]);
-    let dil = n.attr::<Vec<i64>>("dilations")?.unwrap_or_else(|| vec![1; sp]);
-    let pads = n.attr::<Vec<i64>>("pads")?.unwrap_or_else(|| vec![0; 2 * sp]);
-    let auto = n.attr_or::<String>("auto_pad", "NOTSET".into())?;
-    let ceil = n.attr_or::<i64>("ceil_mode", 0)? != 0;
-    if strides.len() != sp || dil.len() != sp || pads.len() != 2 * sp {
-        return Err(n.error("strides, dilations or pads do not match the spatial rank"));
-    }
+    let win = attrs.resolve(&kernel).map_err(|e| n.error(e.to_string()))?;
     let mut out = vec![x[0].clone()];
     out.push(if is_conv {
         match c.shape(1) {
@@ -335,33 +224,11 @@ fn conv(c: &InferCtx<'_>) -> Out {
     } else {
         x[1].clone()
     });
-    for i in 0..sp {
-        let d = match x[2 + i].fixed() {
+    for (i, d) in x[2..].iter().enumerate() {
+        out.push(match d.fixed() {
+            Some(len) => Dim::Fixed(win.axis(i, len).map_err(|e| n.error(e.to_string()))?.0),
             None => Dim::Unknown,
-            Some(len) => {
-                let len = len as i64;
-                let s = strides[i].max(1);
-                let ek = (kernel[i] - 1) * dil[i] + 1;
-                let o = match auto.as_str() {
-                    "SAME_UPPER" | "SAME_LOWER" => (len + s - 1) / s,
-                    "VALID" => (len - ek) / s + 1,
-                    _ => {
-                        let num = len + pads[i] + pads[i + sp] - ek;
-                        if num < 0 {
-                            return Err(n.error("kernel is larger than the padded input"));
-                        }
-                        let mut o = if ceil { (num + s - 1) / s + 1 } else { num / s + 1 };
-                        // ceil mode: the last window must start inside the input or left pad.
-                        if ceil && (o - 1) * s >= len + pads[i] {
-                            o -= 1;
-                        }
-                        o
-                    }
-                };
-                Dim::Fixed(o.max(0) as usize)
-            }
-        };
-        out.push(d);
+        });
     }
     let mut v = vec![tensor(c.dtype(0), Some(out.clone()))];
     if n.op_type == "MaxPool" && n.outputs.len() > 1 {
@@ -373,7 +240,7 @@ fn conv(c: &InferCtx<'_>) -> Out {
 /// MaxUnpool: the `output_shape` input when it is a constant, else each spatial size is
 /// `(in - 1) * stride - pad_begin - pad_end + kernel` (what the ONNX spec gives when no
 /// output_shape is given).
-fn max_unpool(c: &InferCtx<'_>) -> Out {
+pub(crate) fn max_unpool(c: &InferCtx<'_>) -> Out {
     let n = c.node;
     let Some(x) = c.shape(0) else {
         return Ok(vec![tensor(c.dtype(0), None)]);
@@ -414,7 +281,7 @@ fn max_unpool(c: &InferCtx<'_>) -> Out {
     Ok(vec![tensor(c.dtype(0), Some(out))])
 }
 
-fn global_pool(c: &InferCtx<'_>) -> Out {
+pub(crate) fn global_pool(c: &InferCtx<'_>) -> Out {
     let s =
         c.shape(0).map(|x| x.iter().enumerate().map(|(i, d)| if i < 2 { d.clone() } else { Dim::Fixed(1) }).collect());
     Ok(vec![tensor(c.dtype(0), s)])
@@ -428,7 +295,7 @@ fn norm_axis(n: &Node, axis: i64, rank: usize) -> Result<usize> {
     Ok(if axis < 0 { (axis + r) as usize } else { axis as usize })
 }
 
-fn reduce(c: &InferCtx<'_>) -> Out {
+pub(crate) fn reduce(c: &InferCtx<'_>) -> Out {
     let n = c.node;
     let keep = n.attr_or::<i64>("keepdims", 1)? != 0;
     // ReduceSum moved axes to an input at opset 13, the others at opset 18.
@@ -462,7 +329,7 @@ fn reduce(c: &InferCtx<'_>) -> Out {
     Ok(vec![tensor(c.dtype(0), Some(out))])
 }
 
-fn reshape(c: &InferCtx<'_>) -> Out {
+pub(crate) fn reshape(c: &InferCtx<'_>) -> Out {
     let n = c.node;
     let Some(target) = c.const_ints(1) else {
         return Ok(vec![tensor(c.dtype(0), None)]);
@@ -502,7 +369,7 @@ fn reshape(c: &InferCtx<'_>) -> Out {
     Ok(vec![tensor(c.dtype(0), Some(out))])
 }
 
-fn transpose(c: &InferCtx<'_>) -> Out {
+pub(crate) fn transpose(c: &InferCtx<'_>) -> Out {
     let Some(x) = c.shape(0) else {
         return Ok(vec![tensor(c.dtype(0), None)]);
     };
@@ -517,7 +384,7 @@ fn transpose(c: &InferCtx<'_>) -> Out {
     Ok(vec![tensor(c.dtype(0), Some(out))])
 }
 
-fn concat(c: &InferCtx<'_>) -> Out {
+pub(crate) fn concat(c: &InferCtx<'_>) -> Out {
     let n = c.node;
     let axis = n.req_attr::<i64>("axis")?;
     let mut out: Option<Vec<Dim>> = None;
@@ -540,7 +407,7 @@ fn concat(c: &InferCtx<'_>) -> Out {
     Ok(vec![tensor(c.dtype(0), Some(out))])
 }
 
-fn flatten(c: &InferCtx<'_>) -> Out {
+pub(crate) fn flatten(c: &InferCtx<'_>) -> Out {
     let Some(x) = c.shape(0) else {
         return Ok(vec![tensor(c.dtype(0), None)]);
     };
@@ -558,7 +425,7 @@ fn axes_of(c: &InferCtx<'_>) -> Result<Option<Vec<i64>>> {
     if c.node.opset >= 13 { Ok(if c.has(1) { c.const_ints(1) } else { None }) } else { c.node.attr::<Vec<i64>>("axes") }
 }
 
-fn squeeze(c: &InferCtx<'_>) -> Out {
+pub(crate) fn squeeze(c: &InferCtx<'_>) -> Out {
     let Some(x) = c.shape(0) else {
         return Ok(vec![tensor(c.dtype(0), None)]);
     };
@@ -581,7 +448,7 @@ fn squeeze(c: &InferCtx<'_>) -> Out {
     Ok(vec![tensor(c.dtype(0), Some(out))])
 }
 
-fn unsqueeze(c: &InferCtx<'_>) -> Out {
+pub(crate) fn unsqueeze(c: &InferCtx<'_>) -> Out {
     let (Some(x), Some(axes)) = (c.shape(0), axes_of(c)?) else {
         return Ok(vec![tensor(c.dtype(0), None)]);
     };
@@ -595,7 +462,7 @@ fn unsqueeze(c: &InferCtx<'_>) -> Out {
     Ok(vec![tensor(c.dtype(0), out)])
 }
 
-pub(super) fn shape_range(n: &Node, rank: usize) -> Result<(usize, usize)> {
+pub(crate) fn shape_range(n: &Node, rank: usize) -> Result<(usize, usize)> {
     let r = rank as i64;
     let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
     let start = clamp(n.attr_or::<i64>("start", 0)?);
@@ -603,7 +470,7 @@ pub(super) fn shape_range(n: &Node, rank: usize) -> Result<(usize, usize)> {
     Ok((start, end.max(start)))
 }
 
-fn shape(c: &InferCtx<'_>) -> Out {
+pub(crate) fn shape(c: &InferCtx<'_>) -> Out {
     let len = match c.shape(0) {
         Some(s) => {
             let (a, b) = shape_range(c.node, s.len())?;
@@ -614,7 +481,7 @@ fn shape(c: &InferCtx<'_>) -> Out {
     Ok(vec![ValueType::Tensor(DType::I64, Some(vec![len]))])
 }
 
-fn gather(c: &InferCtx<'_>) -> Out {
+pub(crate) fn gather(c: &InferCtx<'_>) -> Out {
     let (Some(x), Some(i)) = (c.shape(0), c.shape(1)) else {
         return Ok(vec![tensor(c.dtype(0), None)]);
     };
@@ -625,7 +492,7 @@ fn gather(c: &InferCtx<'_>) -> Out {
     Ok(vec![tensor(c.dtype(0), Some(out))])
 }
 
-fn constant_of_shape(c: &InferCtx<'_>) -> Out {
+pub(crate) fn constant_of_shape(c: &InferCtx<'_>) -> Out {
     let d = match c.node.attr::<Tensor>("value")? {
         Some(t) => t.dtype(),
         None => DType::F32,
@@ -637,7 +504,7 @@ fn constant_of_shape(c: &InferCtx<'_>) -> Out {
     Ok(vec![ValueType::Tensor(d, shape)])
 }
 
-fn expand(c: &InferCtx<'_>) -> Out {
+pub(crate) fn expand(c: &InferCtx<'_>) -> Out {
     let (Some(x), Some(s)) = (c.shape(0), c.const_ints(1)) else {
         return Ok(vec![tensor(c.dtype(0), None)]);
     };
@@ -646,7 +513,7 @@ fn expand(c: &InferCtx<'_>) -> Out {
 }
 
 /// The value of a `Constant` node from whichever attribute holds it.
-pub(super) fn constant_value(n: &Node) -> Result<Tensor> {
+pub(crate) fn constant_value(n: &Node) -> Result<Tensor> {
     let (name, a) = n.attrs.first().ok_or_else(|| n.error("Constant has no value attribute"))?;
     Ok(match (name.as_str(), a) {
         ("value" | "sparse_value", Attr::Tensor(t)) => t.clone(),
