@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 
 use vinort_ir::{Model, PartitionDef};
 
+use crate::fnv::{OFFSET, fnv1a};
+
 /// The partition file for this partition in `dir`, when the model came from a file.
 pub fn entry(
     dir: &Path,
@@ -51,38 +53,20 @@ pub fn entry(
     for v in &part.outputs {
         let _ = writeln!(key, "out {}", g.value(*v).name);
     }
-    Some(dir.join(format!("vinort-partition-{:016x}{:016x}.onnx", fnv1a(&key, OFFSET_A), fnv1a(&key, OFFSET_B))))
+    // FNV-1a is stable across Rust releases; a second offset basis makes the name 128 bits.
+    let (a, b) = (fnv1a(key.as_bytes(), OFFSET), fnv1a(key.as_bytes(), SECOND_OFFSET));
+    Some(dir.join(format!("vinort-partition-{a:016x}{b:016x}.onnx")))
 }
 
-const OFFSET_A: u64 = 0xcbf2_9ce4_8422_2325;
-const OFFSET_B: u64 = 0x6c62_272e_07bb_0142;
-
-/// FNV-1a, 64 bits: stable across Rust releases, unlike `DefaultHasher`. Two offsets give a
-/// 128-bit name.
-fn fnv1a(text: &str, offset: u64) -> u64 {
-    text.bytes().fold(offset, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
-}
+const SECOND_OFFSET: u64 = 0x6c62_272e_07bb_0142;
 
 /// Writes the entry with `write` to a temporary sibling and renames it into place, so a
 /// reader never sees half an entry.
-pub fn store(entry: &Path, write: impl FnOnce(&Path) -> Result<(), String>) -> Result<(), String> {
+pub fn store<E: From<std::io::Error>>(entry: &Path, write: impl FnOnce(&Path) -> Result<(), E>) -> Result<(), E> {
     let tmp = entry.with_extension(format!("tmp.{}", std::process::id()));
-    let r = write(&tmp).and_then(|()| std::fs::rename(&tmp, entry).map_err(|e| e.to_string()));
+    let r = write(&tmp).and_then(|()| Ok(std::fs::rename(&tmp, entry)?));
     if r.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     r
-}
-
-#[cfg(test)]
-mod tests {
-    use super::fnv1a;
-
-    #[test]
-    fn fnv1a_matches_the_published_test_vectors() {
-        // From the FNV reference (draft-eastlake-fnv): FNV-1a 64 of "" and "a".
-        assert_eq!(fnv1a("", super::OFFSET_A), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a("a", super::OFFSET_A), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(fnv1a("foobar", super::OFFSET_A), 0x8594_4171_f739_67e8);
-    }
 }

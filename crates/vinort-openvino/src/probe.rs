@@ -1,19 +1,20 @@
 //! Verdicts of single-node compile probes, remembered on disk.
 //!
 //! Key: the node's signature (domain, op, opset, input element types, which inputs are
-//! constants, a digest of its attributes) plus the device and the OpenVINO version, so a new
+//! constants, a stable FNV-1a digest of its attributes) plus the device and the OpenVINO version, so a new
 //! OpenVINO release or another device probes again. File: `$VINORT_CACHE_DIR/openvino-probes.tsv`
 //! (default `~/.cache/vinort/`), one `key<TAB>ok|refused<TAB>reason` line per verdict,
 //! appended as verdicts are made. An unreadable cache is ignored (probing again is only slower).
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
 use prost::Message;
 use vinort_ir::{Graph, NodeIndex};
+
+use crate::fnv::{Fnv1a, OFFSET};
 
 /// A remembered verdict.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,10 +64,10 @@ fn store() -> &'static Mutex<Store> {
 /// The probe key of a node.
 pub fn key(g: &Graph, ix: NodeIndex, device: &str, ov_version: &str) -> String {
     let n = g.node(ix);
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = Fnv1a::new(OFFSET);
     if let Some(p) = &n.proto {
         for a in &p.attribute {
-            a.encode_to_vec().hash(&mut h);
+            h.update_piece(&a.encode_to_vec());
         }
     }
     let ins: Vec<String> = n
@@ -85,12 +86,12 @@ pub fn key(g: &Graph, ix: NodeIndex, device: &str, ov_version: &str) -> String {
 
 /// A remembered verdict.
 pub fn lookup(key: &str) -> Option<Verdict> {
-    store().lock().unwrap_or_else(|p| p.into_inner()).map.get(key).cloned()
+    crate::lock(store()).map.get(key).cloned()
 }
 
 /// Remembers a verdict (in memory, and appended to the cache file when possible).
 pub fn remember(key: &str, v: Verdict) {
-    let mut s = store().lock().unwrap_or_else(|p| p.into_inner());
+    let mut s = crate::lock(store());
     if let Some(f) = &s.file {
         let line = match &v {
             Verdict::Ok => format!("{key}\tok\t\n"),

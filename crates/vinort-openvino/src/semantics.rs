@@ -1,7 +1,7 @@
 //! Refusals that depend on a node's attributes, constant inputs or shapes.
 //!
 //! The measured table ([`crate::rules`]) is keyed by op, opset and element type, and its probes
-//! use default attributes and random data. Some ONNX semantics OpenVINO 2026.4 gets wrong only
+//! use default attributes and random data. Some ONNX semantics the measured OpenVINO release ([`MEASURED`]) gets wrong only
 //! under particular attributes, input kinds or data (infinities, ties, empty reductions). The
 //! ONNX node tests found each of these; every rule below names what OpenVINO does instead, so a
 //! node that matches one is refused and runs on the next provider. The rule of this module:
@@ -11,6 +11,8 @@
 //! [`refusal`] is asked before the table; `None` means "no semantic objection".
 
 use vinort_ir::{DType, Dim, Graph, Node, NodeIndex, ValueType};
+
+use crate::version::MEASURED;
 
 /// Why OpenVINO must not run this node, if a semantic rule says so.
 pub fn refusal(g: &Graph, ix: NodeIndex) -> Option<String> {
@@ -24,46 +26,43 @@ pub fn refusal(g: &Graph, ix: NodeIndex) -> Option<String> {
         "MaxPool" => max_pool(g, n),
         "Resize" => resize(g, n),
         "Tile" => tile(g, n),
-        "TopK" => Some(
-            "OpenVINO 2026.4 orders equal values differently from ONNX (ties must keep the lower index \
+        "TopK" => Some(format!(
+            "OpenVINO {MEASURED} orders equal values differently from ONNX (ties must keep the lower index \
              first; test_top_k_same_values returns index 0 for every tie), and ties depend on run-time data"
-                .into(),
-        ),
-        "NonMaxSuppression" => Some(
-            "OpenVINO 2026.4 also suppresses boxes whose IoU equals iou_threshold (ONNX suppresses only \
+        )),
+        "NonMaxSuppression" => Some(format!(
+            "OpenVINO {MEASURED} also suppresses boxes whose IoU equals iou_threshold (ONNX suppresses only \
              above it; test_nonmaxsuppression_iou_threshold_boundary keeps 1 box instead of 2), and the \
              IoU values depend on run-time data"
-                .into(),
-        ),
-        "DynamicQuantizeLinear" => Some(
-            "OpenVINO 2026.4 rounds the zero point differently from ONNX's round-half-to-even \
+        )),
+        "DynamicQuantizeLinear" => Some(format!(
+            "OpenVINO {MEASURED} rounds the zero point differently from ONNX's round-half-to-even \
              (test_dynamicquantizelinear: 25 instead of 26)"
-                .into(),
-        ),
+        )),
         "LSTM" => lstm(g, n),
         "RNN" | "GRU" if n.attr_or::<i64>("layout", 0).unwrap_or(0) != 0 => Some(format!(
-            "OpenVINO 2026.4 reads {} layout=1 (batch-major) inputs as sequence-major (test_lstm_batchwise)",
+            "OpenVINO {MEASURED} reads {} layout=1 (batch-major) inputs as sequence-major (test_lstm_batchwise)",
             n.op_type
         )),
-        "Attention" => Some(
-            "OpenVINO 2026.4 gives wrong results for the opset 23/24 Attention op with sliding windows, \
+        "Attention" => Some(format!(
+            "OpenVINO {MEASURED} gives wrong results for the opset 23/24 Attention op with sliding windows, \
              causal masks combined with past key/values or bias, and bfloat16 inputs (13 ONNX node tests \
              differ, e.g. test_attention_local_window)"
-                .into(),
-        ),
+        )),
         "RoiAlign" => {
             let mode = n.attr_or::<String>("mode", "avg".into()).unwrap_or_default();
             (mode == "max").then(|| {
-                "OpenVINO 2026.4 RoiAlign mode 'max' takes the max over sampling points of the bilinear \
+                format!(
+                    "OpenVINO {MEASURED} RoiAlign mode 'max' takes the max over sampling points of the bilinear \
                  values differently from ONNX (test_roialign_mode_max differs by 0.40)"
-                    .into()
+                )
             })
         }
         "SpaceToDepth" => {
             let mode = n.attr_or::<String>("mode", "DCR".into()).unwrap_or_default();
             (mode != "DCR").then(|| {
                 format!(
-                    "OpenVINO 2026.4 ignores SpaceToDepth mode '{mode}' and always uses DCR \
+                    "OpenVINO {MEASURED} ignores SpaceToDepth mode '{mode}' and always uses DCR \
                      (test_spacetodepth_crd_mode_example)"
                 )
             })
@@ -109,7 +108,7 @@ fn cast(g: &Graph, n: &Node) -> Option<String> {
     let float = |d: Option<DType>| matches!(d, Some(DType::F16 | DType::F32 | DType::F64 | DType::BF16));
     (involves_double && float(from) && float(to) && from != to).then(|| {
         format!(
-            "OpenVINO 2026.4 converts ±inf to ±3.4e38 when casting {} to {} (ONNX keeps infinities)",
+            "OpenVINO {MEASURED} converts ±inf to ±3.4e38 when casting {} to {} (ONNX keeps infinities)",
             from.map_or("?".into(), |d| d.to_string()),
             to.map_or("?".into(), |d| d.to_string())
         )
@@ -126,7 +125,7 @@ fn extremum_reduction(g: &Graph, n: &Node) -> Option<String> {
     let float = matches!(dtype(g, n, 0), Some(DType::F16 | DType::F32 | DType::F64 | DType::BF16));
     float.then(|| {
         format!(
-            "OpenVINO 2026.4 {} of an empty or all-{}inf slice gives {}3.4e38 instead of {}inf, \
+            "OpenVINO {MEASURED} {} of an empty or all-{}inf slice gives {}3.4e38 instead of {}inf, \
              and whether a slice is all infinite depends on run-time data",
             n.op_type,
             if n.op_type == "ReduceMax" { "-" } else { "+" },
@@ -142,7 +141,7 @@ fn max_pool(g: &Graph, n: &Node) -> Option<String> {
     if n.attr_or::<i64>("ceil_mode", 0).unwrap_or(0) == 0 {
         return None;
     }
-    let why = "OpenVINO 2026.4 keeps a ceil_mode window that starts in the end padding, which ONNX drops";
+    let why = format!("OpenVINO {MEASURED} keeps a ceil_mode window that starts in the end padding, which ONNX drops");
     let Some(shape) = dims(g, n, 0) else {
         return Some(format!("{why}; the input shape is not known, so this cannot be ruled out"));
     };
@@ -177,27 +176,25 @@ fn max_pool(g: &Graph, n: &Node) -> Option<String> {
 fn resize(g: &Graph, n: &Node) -> Option<String> {
     let s = |name: &str, default: &str| n.attr_or::<String>(name, default.into()).unwrap_or_default();
     if n.attr_or::<i64>("antialias", 0).unwrap_or(0) != 0 {
-        return Some("OpenVINO 2026.4 ignores Resize antialias=1 (test_resize_downsample_*_antialias)".into());
+        return Some(format!("OpenVINO {MEASURED} ignores Resize antialias=1 (test_resize_downsample_*_antialias)"));
     }
     let policy = s("keep_aspect_ratio_policy", "stretch");
     if policy != "stretch" {
         return Some(format!(
-            "OpenVINO 2026.4 ignores Resize keep_aspect_ratio_policy='{policy}' (test_resize_*_nearest_{policy})"
+            "OpenVINO {MEASURED} ignores Resize keep_aspect_ratio_policy='{policy}' (test_resize_*_nearest_{policy})"
         ));
     }
     let mode = s("mode", "nearest");
     if mode == "cubic" && n.attr_or::<i64>("exclude_outside", 0).unwrap_or(0) != 0 {
-        return Some(
-            "OpenVINO 2026.4 ignores Resize exclude_outside=1 for cubic mode (test_resize_*_cubic_A_n0p5_exclude_outside)"
-                .into(),
-        );
+        return Some(format!(
+            "OpenVINO {MEASURED} ignores Resize exclude_outside=1 for cubic mode (test_resize_*_cubic_A_n0p5_exclude_outside)"
+        ));
     }
     if s("coordinate_transformation_mode", "half_pixel") == "align_corners" && mode != "nearest" && !upsampling(g, n) {
-        return Some(
-            "OpenVINO 2026.4 computes align_corners downsampling wrongly for linear and cubic Resize \
+        return Some(format!(
+            "OpenVINO {MEASURED} computes align_corners downsampling wrongly for linear and cubic Resize \
              (test_resize_downsample_scales_*_align_corners); not provably an upsample here"
-                .into(),
-        );
+        ));
     }
     None
 }
@@ -222,8 +219,7 @@ fn upsampling(g: &Graph, n: &Node) -> bool {
 /// with constant repeats it is exact.
 fn tile(g: &Graph, n: &Node) -> Option<String> {
     (!is_constant(g, n, 1)).then(|| {
-        "OpenVINO 2026.4 Tile with run-time (non-constant) repeats returns wrong data (test_tile: every element differs)"
-            .into()
+        format!("OpenVINO {MEASURED} Tile with run-time (non-constant) repeats returns wrong data (test_tile: every element differs)")
     })
 }
 
@@ -232,13 +228,12 @@ fn tile(g: &Graph, n: &Node) -> Option<String> {
 fn lstm(g: &Graph, n: &Node) -> Option<String> {
     let _ = g;
     if n.inputs.get(7).copied().flatten().is_some() {
-        return Some(
-            "OpenVINO 2026.4 applies LSTM peephole weights (input P) differently from ONNX (test_lstm_with_peepholes)"
-                .into(),
-        );
+        return Some(format!(
+            "OpenVINO {MEASURED} applies LSTM peephole weights (input P) differently from ONNX (test_lstm_with_peepholes)"
+        ));
     }
     (n.attr_or::<i64>("layout", 0).unwrap_or(0) != 0).then(|| {
-        "OpenVINO 2026.4 reads LSTM layout=1 (batch-major) inputs as sequence-major (test_lstm_batchwise)".into()
+        format!("OpenVINO {MEASURED} reads LSTM layout=1 (batch-major) inputs as sequence-major (test_lstm_batchwise)")
     })
 }
 
@@ -323,24 +318,12 @@ mod tests {
         refusal(g, g.topo_order()[0])
     }
 
-    fn i64_init(name: &str, v: &[i64]) -> onnx::TensorProto {
-        onnx::TensorProto {
-            name: Some(name.into()),
-            dims: vec![v.len() as i64],
-            data_type: Some(7),
-            int64_data: v.to_vec(),
-            ..Default::default()
-        }
-    }
-
-    fn f32_init(name: &str, v: &[f32]) -> onnx::TensorProto {
-        onnx::TensorProto {
-            name: Some(name.into()),
-            dims: vec![v.len() as i64],
-            data_type: Some(1),
-            float_data: v.to_vec(),
-            ..Default::default()
-        }
+    /// A 1-d initializer.
+    fn init<T: vinort_ir::Elem>(name: &str, v: &[T]) -> onnx::TensorProto {
+        vinort_ir::tensor_proto::tensor_to_proto(
+            name,
+            &vinort_ir::Tensor::from_slice(&[v.len()], v).expect("1-d tensor"),
+        )
     }
 
     const F32: i32 = 1;
@@ -393,7 +376,7 @@ mod tests {
     #[test]
     fn semantics_resize_attributes() {
         let x = [vi("x", F32, &[1, 1, 4, 4])];
-        let scales = |s: f32| vec![f32_init("scales", &[1.0, 1.0, s, s])];
+        let scales = |s: f32| vec![init::<f32>("scales", &[1.0, 1.0, s, s])];
         let ins = ["x", "", "scales"];
         let r = |s: f32, attrs| verdict("Resize", 19, &x, scales(s), &ins, attrs);
         assert!(r(0.5, vec![attr("antialias", Attr::I(1)), attr("mode", Attr::S("linear"))]).is_some());
@@ -411,11 +394,11 @@ mod tests {
         let x = vi("x", F32, &[2, 3]);
         assert!(verdict("Tile", 13, &[x.clone(), vi("r", 7, &[2])], vec![], &["x", "r"], vec![]).is_some());
         assert_eq!(
-            verdict("Tile", 13, std::slice::from_ref(&x), vec![i64_init("r", &[2, 1])], &["x", "r"], vec![]),
+            verdict("Tile", 13, std::slice::from_ref(&x), vec![init::<i64>("r", &[2, 1])], &["x", "r"], vec![]),
             None
         );
         assert!(
-            verdict("TopK", 11, std::slice::from_ref(&x), vec![i64_init("k", &[1])], &["x", "k"], vec![]).is_some()
+            verdict("TopK", 11, std::slice::from_ref(&x), vec![init::<i64>("k", &[1])], &["x", "k"], vec![]).is_some()
         );
         assert_eq!(verdict("Relu", 14, &[x], vec![], &["x"], vec![]), None);
     }

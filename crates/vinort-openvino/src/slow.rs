@@ -9,6 +9,8 @@
 
 use vinort_ir::{Graph, NodeIndex};
 
+use crate::version::MEASURED;
+
 /// Why OpenVINO should not run this node on `device`, if a measured slow path says so.
 pub fn refusal(g: &Graph, ix: NodeIndex, device: &str) -> Option<String> {
     let n = g.node(ix);
@@ -17,12 +19,11 @@ pub fn refusal(g: &Graph, ix: NodeIndex, device: &str) -> Option<String> {
     }
     match n.op_type.as_str() {
         // The second output (argmax indices) is what selects the slow kernel.
-        "MaxPool" if n.outputs.get(1).is_some_and(Option::is_some) => Some(
-            "OpenVINO 2026.4's CPU plugin runs MaxPool with the Indices output on its reference \
+        "MaxPool" if n.outputs.get(1).is_some_and(Option::is_some) => Some(format!(
+            "OpenVINO {MEASURED}'s CPU plugin runs MaxPool with the Indices output on its reference \
              implementation (segnet_bench: 3 such pools take ~38 ms there, ~0.14 ms as values-only \
              JIT pools); the Cpu provider computes values and indices in one pass"
-                .into(),
-        ),
+        )),
         _ => None,
     }
 }

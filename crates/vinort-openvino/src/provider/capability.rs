@@ -1,0 +1,167 @@
+//! Which offered nodes OpenVINO takes: an ordered list of refusal layers.
+//!
+//! Each layer looks at one node and claims it, refuses it with a reason, or passes it on; the
+//! first layer that answers decides, so a cheap certain refusal is never overridden by a later
+//! layer and the expensive probe runs only for what every other layer left open. The order:
+//!
+//! 1. **static**: a value vinort cannot exchange with OpenVINO (element type, non-tensor, type
+//!    unknown before run time);
+//! 2. **semantics** ([`crate::semantics`]): attributes, constant inputs or data for which
+//!    OpenVINO computes something other than ONNX;
+//! 3. **slow** ([`crate::slow`]): measured slow paths the Cpu provider beats by far;
+//! 4. **table** ([`crate::rules`]): the measured (op, opset, element type) table; claims or
+//!    refuses what was measured, passes what was not;
+//! 5. **probe** ([`crate::probe`]): compiles the node alone and remembers the verdict.
+//!
+//! A new refusal rule is one entry in `semantics.rs` or `slow.rs`; this list changes only for
+//! a new *kind* of check.
+
+use vinort_ir::{Model, NodeIndex, ValueType};
+
+use crate::{ffi, probe, rules, semantics, slow};
+
+/// One layer's answer for one node.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Answer {
+    /// OpenVINO runs it; later layers are not asked.
+    Claim,
+    /// OpenVINO must not run it, for this reason; later layers are not asked.
+    Refuse(String),
+    /// No opinion: ask the next layer.
+    Pass,
+}
+
+impl Answer {
+    fn refuse_if(why: Option<String>) -> Answer {
+        why.map_or(Answer::Pass, Answer::Refuse)
+    }
+}
+
+/// One refusal layer: a name for logs and docs, the prefix its reasons carry, and its question.
+pub(super) struct Layer<Q> {
+    pub(super) name: &'static str,
+    pub(super) prefix: &'static str,
+    pub(super) ask: fn(&Q) -> Answer,
+}
+
+/// The refusal of the first layer that answers (prefixed with the layer's tag), or `None` when
+/// the node is claimed. A node no layer answers is claimed; the real list ends with the probe,
+/// which always answers.
+pub(super) fn decide<Q>(layers: &[Layer<Q>], q: &Q) -> Option<String> {
+    for layer in layers {
+        match (layer.ask)(q) {
+            Answer::Pass => continue,
+            Answer::Claim => return None,
+            Answer::Refuse(why) => {
+                tracing::trace!(layer = layer.name, reason = %why, "node refused");
+                return Some(format!("{}{why}", layer.prefix));
+            }
+        }
+    }
+    None
+}
+
+/// What a layer is asked about: one node of a model, on a device.
+pub(super) struct Query<'a> {
+    pub(super) model: &'a Model,
+    pub(super) ix: NodeIndex,
+    /// The physical device the table and the slow-path rules are keyed on.
+    pub(super) device: &'a str,
+    /// Compiles the node alone, remembering the verdict (the last layer's question).
+    pub(super) probe: &'a dyn Fn(NodeIndex) -> probe::Verdict,
+}
+
+/// The layers, in the order they are asked.
+pub(super) fn layers<'a>() -> [Layer<Query<'a>>; 5] {
+    [
+        Layer { name: "static", prefix: "", ask: exchangeable },
+        Layer { name: "semantics", prefix: "semantics: ", ask: semantic },
+        Layer { name: "slow", prefix: "slow path: ", ask: slow_path },
+        Layer { name: "table", prefix: "rule: ", ask: table },
+        Layer { name: "probe", prefix: "probe: ", ask: probed },
+    ]
+}
+
+/// Every value the node touches must cross into OpenVINO as a tensor of a type both sides know.
+fn exchangeable(q: &Query) -> Answer {
+    let g = &q.model.graph;
+    let n = g.node(q.ix);
+    for v in n.inputs.iter().flatten().chain(&n.implicit_inputs).chain(n.outputs.iter().flatten()) {
+        let info = g.value(*v);
+        match &info.ty {
+            ValueType::Tensor(d, _) if ffi::to_ov_type(*d).is_none() => {
+                return Answer::Refuse(format!("'{}' is {d}, which vinort does not exchange with OpenVINO", info.name));
+            }
+            ValueType::Tensor(..) => {}
+            ValueType::Unknown if g.initializer(*v).is_none() && n.inputs.contains(&Some(*v)) => {
+                return Answer::Refuse(format!("the type of input '{}' is not known before run time", info.name));
+            }
+            ValueType::Unknown => {}
+            other => return Answer::Refuse(format!("'{}' is {other}; only tensors cross into OpenVINO", info.name)),
+        }
+    }
+    Answer::Pass
+}
+
+fn semantic(q: &Query) -> Answer {
+    Answer::refuse_if(semantics::refusal(&q.model.graph, q.ix))
+}
+
+fn slow_path(q: &Query) -> Answer {
+    Answer::refuse_if(slow::refusal(&q.model.graph, q.ix, q.device))
+}
+
+fn table(q: &Query) -> Answer {
+    let g = &q.model.graph;
+    let n = g.node(q.ix);
+    let dtypes: Vec<_> = n.inputs.iter().map(|v| v.and_then(|v| g.value(v).ty.tensor_dtype())).collect();
+    match rules::lookup(&n.domain, &n.op_type, n.opset, q.device, &dtypes) {
+        rules::Verdict::Supported { .. } => Answer::Claim,
+        rules::Verdict::Refused { reason } => Answer::Refuse(reason),
+        rules::Verdict::Unknown => Answer::Pass,
+    }
+}
+
+fn probed(q: &Query) -> Answer {
+    match (q.probe)(q.ix) {
+        probe::Verdict::Ok => Answer::Claim,
+        probe::Verdict::Refused(r) => Answer::Refuse(r),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake query: what each fake layer answers.
+    struct Script([Answer; 3]);
+
+    const FAKE: &[Layer<Script>] = &[
+        Layer { name: "a", prefix: "a: ", ask: |s| s.0[0].clone() },
+        Layer { name: "b", prefix: "b: ", ask: |s| s.0[1].clone() },
+        Layer { name: "c", prefix: "c: ", ask: |s| s.0[2].clone() },
+    ];
+
+    fn refuse(why: &str) -> Answer {
+        Answer::Refuse(why.into())
+    }
+
+    #[test]
+    fn capability_first_answer_wins() {
+        use Answer::{Claim, Pass};
+        let decide = |s: [Answer; 3]| decide(FAKE, &Script(s));
+        assert_eq!(decide([refuse("x"), refuse("y"), Claim]), Some("a: x".into()), "the first refusal wins");
+        assert_eq!(decide([Pass, refuse("y"), refuse("z")]), Some("b: y".into()), "a pass asks the next layer");
+        assert_eq!(decide([Pass, Claim, refuse("z")]), None, "a claim stops before a later refusal");
+        assert_eq!(decide([Pass, Pass, refuse("z")]), Some("c: z".into()));
+        assert_eq!(decide([Pass, Pass, Pass]), None, "nothing against it: claimed");
+    }
+
+    #[test]
+    fn capability_layers_go_from_cheap_to_expensive() {
+        let names: Vec<&str> = layers().iter().map(|l| l.name).collect();
+        assert_eq!(names, ["static", "semantics", "slow", "table", "probe"]);
+        let prefixes: Vec<&str> = layers().iter().map(|l| l.prefix).collect();
+        assert_eq!(prefixes, ["", "semantics: ", "slow path: ", "rule: ", "probe: "]);
+    }
+}

@@ -1,0 +1,286 @@
+//! Compile strategies, tried in order:
+//!
+//! 1. **whole file**: the whole model with nothing to change on it before compiling: OpenVINO
+//!    reads and compiles the file in one call, so external data resolves and, with
+//!    `cache_dir`, a cache hit skips reading the model at all;
+//! 2. **partition file** (see [`crate::partition_cache`]): a partition of a model file with
+//!    `cache_dir` is written once as an ONNX file in the cache folder and compiled from that
+//!    file, so OpenVINO's cache keys on the file and a warm session neither serializes the
+//!    partition nor has OpenVINO read and hash it;
+//! 3. **in memory**: the model file (whole graph) or the serialized partition is read, edited
+//!    (`reshape_input`, `layout`) and compiled. When that fails, each node is probed alone to
+//!    find the ones to blame.
+//!
+//! Whichever compiles is checked against the partition's boundary and wrapped for running.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use vinort_ir::{CompiledPartition, Error, Model, NodeIndex, PartitionDef, Result};
+
+use super::partition::{Compiled, OvPartition};
+use super::shape_cache::{Lru, PerShape, SHAPE_CACHE};
+use super::{OpenVinoProvider, Started, first_line};
+use crate::error::to_ir_error;
+use crate::export::partition_model;
+use crate::ffi::{self, CompiledModel, Core, OvModel};
+use crate::probe;
+
+const FROM_FILE: &str = "compiled from the model file";
+const FROM_SERIALIZED: &str = "compiled from a serialized partition";
+const FROM_PARTITION_FILE: &str = "compiled from its partition file in cache_dir";
+
+/// What every strategy needs about one partition.
+struct Job<'a> {
+    core: &'static Core,
+    started: &'a Started,
+    model: &'a Model,
+    part: &'a PartitionDef,
+    props: Vec<(String, String)>,
+    input_names: Vec<&'a str>,
+    /// `reshape_input`, `layout` or `disable_dynamic_shapes` change the read model before it
+    /// compiles, which only the in-memory strategy can do.
+    edits_inputs: bool,
+}
+
+impl OpenVinoProvider {
+    /// Compiles a partition with the first strategy that works.
+    pub(super) fn compile_partition(&self, model: &Model, part: &PartitionDef) -> Result<Box<dyn CompiledPartition>> {
+        let started = self.started()?;
+        let input_names: Vec<&str> = part.inputs.iter().map(|v| model.graph.value(*v).name.as_str()).collect();
+        let o = &self.options;
+        let edits_inputs = o.disable_dynamic_shapes
+            || o.reshape_input
+                .as_ref()
+                .is_some_and(|r| r.inputs.iter().any(|i| input_names.contains(&i.name.as_str())))
+            || o.layout.as_ref().is_some_and(|l| l.entries.iter().any(|(n, _)| input_names.contains(&n.as_str())));
+        let job = Job {
+            core: ffi::core().map_err(to_ir_error)?,
+            started,
+            model,
+            part,
+            props: self.compile_props(started),
+            input_names,
+            edits_inputs,
+        };
+        if let Some(compiled) = whole_file(&job) {
+            return self.finish(&job, None, compiled, FROM_FILE);
+        }
+        if let Some(compiled) = partition_file(&job) {
+            return self.finish(&job, None, compiled, FROM_PARTITION_FILE);
+        }
+        let (template, compiled) = self.in_memory(&job)?;
+        let how = if model.path.is_some() && part.whole_graph { FROM_FILE } else { FROM_SERIALIZED };
+        self.finish(&job, Some(template), compiled, how)
+    }
+
+    /// Reads the original file (whole graph) or the serialized partition, applies
+    /// `reshape_input` and `layout`, and compiles; on failure blames the nodes that fail alone.
+    fn in_memory(&self, job: &Job) -> Result<(OvModel, CompiledModel)> {
+        let (core, model, part) = (job.core, job.model, job.part);
+        let from_file = match (&model.path, part.whole_graph) {
+            (Some(path), true) => core.read_model_from_file(path).ok(),
+            _ => None,
+        };
+        let attempt = (|| -> std::result::Result<(OvModel, CompiledModel), Failed> {
+            let mut m = match from_file {
+                Some(m) => m,
+                None => {
+                    let bytes = partition_model(model, &part.nodes, &part.inputs, &part.outputs)
+                        .map_err(|e| Failed::Nodes(e.to_string()))?;
+                    core.read_model_from_memory(&bytes).map_err(Failed::ov)?
+                }
+            };
+            // reshape_input and layout name model inputs; they apply to the partitions those
+            // inputs enter.
+            if let Some(r) = &self.options.reshape_input {
+                for shape in r.inputs.iter().filter(|i| job.input_names.contains(&i.name.as_str())) {
+                    m.reshape_input(&shape.name, &ov_dims(&shape.dims)).map_err(|e| {
+                        Failed::Edit(Error::invalid(format!(
+                            "reshape_input {}{}: {e}",
+                            shape.name,
+                            shape.partial_shape()
+                        )))
+                    })?;
+                }
+            }
+            if let Some(l) = &self.options.layout {
+                for (name, layout) in l.entries.iter().filter(|(n, _)| job.input_names.contains(&n.as_str())) {
+                    m = m
+                        .with_input_layout(name, layout.as_str())
+                        .map_err(|e| Failed::Edit(Error::invalid(format!("layout {name}[{layout}]: {e}"))))?;
+                }
+            }
+            let c = core.compile(&m, &job.started.resolved.device, &job.props).map_err(Failed::ov)?;
+            Ok((m, c))
+        })();
+        match attempt {
+            Ok(c) => Ok(c),
+            // A bad reshape_input/layout is the user's error, not the nodes' fault.
+            Err(Failed::Edit(e)) => Err(e),
+            Err(Failed::Nodes(e)) => {
+                // Find the nodes to blame: probe each alone; if none fails alone, the partition
+                // fails only as a whole and all of it goes back.
+                let mut blamed: Vec<(NodeIndex, String)> = part
+                    .nodes
+                    .iter()
+                    .filter_map(|&ix| match self.probe(model, ix, job.started) {
+                        probe::Verdict::Ok => None,
+                        probe::Verdict::Refused(r) => Some((ix, format!("compile probe: {r}"))),
+                    })
+                    .collect();
+                if blamed.is_empty() {
+                    let why = format!("partition failed to compile as a whole: {}", first_line(&e));
+                    blamed = refuse_all(part, &why);
+                }
+                Err(Error::RefusedAtCompile(blamed))
+            }
+        }
+    }
+
+    /// Checks a compiled partition against its definition and wraps it for running.
+    fn finish(
+        &self,
+        job: &Job,
+        template: Option<OvModel>,
+        compiled: CompiledModel,
+        how: &str,
+    ) -> Result<Box<dyn CompiledPartition>> {
+        let (s, part) = (job.started, job.part);
+        let inputs = compiled.inputs().map_err(to_ir_error)?;
+        let outputs = compiled.outputs().map_err(to_ir_error)?;
+        if inputs.len() != part.inputs.len() || outputs.len() != part.outputs.len() {
+            let why = format!(
+                "compiled model has {} inputs/{} outputs, the partition {}/{}",
+                inputs.len(),
+                outputs.len(),
+                part.inputs.len(),
+                part.outputs.len()
+            );
+            return Err(Error::RefusedAtCompile(refuse_all(part, &why)));
+        }
+        let count =
+            |key: &str| -> usize { compiled.property(key).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(1) };
+        let pool_size = count("OPTIMAL_NUMBER_OF_INFER_REQUESTS").max(count("NUM_STREAMS")).clamp(1, 64);
+        let mut effective = vec![];
+        for key in [
+            "INFERENCE_PRECISION_HINT",
+            "NUM_STREAMS",
+            "INFERENCE_NUM_THREADS",
+            "EXECUTION_MODE_HINT",
+            "PERFORMANCE_HINT",
+            "LOADED_FROM_CACHE",
+        ] {
+            if let Ok(v) = compiled.property(key) {
+                effective.push((key.to_owned(), v));
+            }
+        }
+        let shapes: Vec<String> =
+            inputs.iter().zip(&job.input_names).map(|(p, n)| format!("{n}{}", p.partial)).collect();
+        let mut describe = format!(
+            "OpenVINO {} on {}; inputs {}; {}; {} infer request(s); {}",
+            s.version,
+            s.resolved.device,
+            shapes.join(" "),
+            how,
+            pool_size,
+            effective.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+        );
+        tracing::info!(partition = %describe, "OpenVINO partition compiled");
+        let dynamic = inputs.iter().any(|p| p.static_shape().is_none());
+        if self.options.disable_dynamic_shapes && dynamic {
+            describe = format!("{describe}; disable_dynamic_shapes: compiled per input shape, last {SHAPE_CACHE} kept");
+        }
+        // `template` is there whenever disable_dynamic_shapes is (the one-call compile is not
+        // used then).
+        let per_shape = match (self.options.disable_dynamic_shapes && dynamic, template) {
+            (true, Some(template)) => Some(PerShape {
+                template: Mutex::new(template),
+                names: job.input_names.iter().map(|n| n.to_string()).collect(),
+                device: s.resolved.device.clone(),
+                props: job.props.clone(),
+                cache: Mutex::new(Lru::new(SHAPE_CACHE)),
+            }),
+            _ => None,
+        };
+        Ok(Box::new(OvPartition {
+            fixed: Arc::new(Compiled::new(compiled, inputs, outputs, pool_size)),
+            per_shape,
+            describe,
+            effective,
+        }))
+    }
+}
+
+/// Strategy 1: the whole model file in one call, when nothing is edited before compiling.
+fn whole_file(job: &Job) -> Option<CompiledModel> {
+    let (Some(path), true, false) = (&job.model.path, job.part.whole_graph, job.edits_inputs) else {
+        return None;
+    };
+    job.core
+        .compile_from_file(path, &job.started.resolved.device, &job.props)
+        .map_err(|e| tracing::debug!(error = %e, "compiling the model file failed; trying the partition"))
+        .ok()
+}
+
+/// Strategy 2: a partition of a model file with `cache_dir`, through its partition file.
+fn partition_file(job: &Job) -> Option<CompiledModel> {
+    let s = job.started;
+    let dir = match (job.props.iter().find(|(k, _)| k == "CACHE_DIR"), job.part.whole_graph, job.edits_inputs) {
+        (Some((_, dir)), false, false) => dir,
+        _ => return None,
+    };
+    let entry =
+        crate::partition_cache::entry(Path::new(dir), job.model, job.part, &s.resolved.device, &s.version, &job.props)?;
+    let (model, part) = (job.model, job.part);
+    let written = entry.is_file()
+        || crate::partition_cache::store(&entry, |tmp| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+            let bytes = partition_model(model, &part.nodes, &part.inputs, &part.outputs)?;
+            Ok(std::fs::write(tmp, bytes)?)
+        })
+        .map_err(|e| tracing::warn!(entry = %entry.display(), error = %e, "could not write the partition file"))
+        .is_ok();
+    if !written {
+        return None;
+    }
+    match job.core.compile_from_file(&entry, &s.resolved.device, &job.props) {
+        Ok(compiled) => Some(compiled),
+        Err(e) => {
+            // Not trusted again: the next session writes it anew.
+            tracing::warn!(entry = %entry.display(), error = %e, "partition file did not compile; compiling from memory");
+            let _ = std::fs::remove_file(&entry);
+            None
+        }
+    }
+}
+
+/// Why the in-memory strategy failed.
+enum Failed {
+    /// `reshape_input` or `layout` did not apply: the user's error, not the nodes' fault.
+    Edit(Error),
+    /// Serializing, reading or compiling failed: some node is to blame.
+    Nodes(String),
+}
+
+impl Failed {
+    fn ov(e: ffi::OvError) -> Failed {
+        Failed::Nodes(e.to_string())
+    }
+}
+
+/// Every node of the partition refused for one reason.
+fn refuse_all(part: &PartitionDef, why: &str) -> Vec<(NodeIndex, String)> {
+    part.nodes.iter().map(|ix| (*ix, why.to_owned())).collect()
+}
+
+/// `reshape_input` dims as OpenVINO `(min, max)` pairs (`-1` max: unbounded).
+fn ov_dims(dims: &[crate::options::Dim]) -> Vec<(i64, i64)> {
+    use crate::options::Dim;
+    dims.iter()
+        .map(|d| match d {
+            Dim::Fixed(n) => (*n as i64, *n as i64),
+            Dim::Bounded { min, max } => (*min as i64, *max as i64),
+            Dim::Dynamic => (0, -1),
+        })
+        .collect()
+}
