@@ -79,18 +79,9 @@ pub enum OvError {
 /// Result of an OpenVINO operation.
 pub type OvResult<T> = Result<T, OvError>;
 
-/// An [`OvError`] at the `ExecutionProvider` border: an OpenVINO that is missing, too old or
-/// lacks the device (or options it cannot take) makes the provider unsupported here; a failing
-/// call is an invalid operation.
+/// An [`OvError`] at the `ExecutionProvider` border: a provider failure of "OpenVINO" that
+/// keeps the OpenVINO error whole as its source, so the facade's `Error::Provider` can hand it
+/// to the caller (who may downcast it to [`OvError`]).
 pub fn to_ir_error(e: OvError) -> vinort_ir::Error {
-    match e {
-        OvError::Call { .. } | OvError::Nul { .. } | OvError::NoElementType(_) => {
-            vinort_ir::Error::invalid(e.to_string())
-        }
-        OvError::LibraryNotFound { .. }
-        | OvError::Load { .. }
-        | OvError::VersionTooOld { .. }
-        | OvError::DeviceUnavailable { .. }
-        | OvError::Options(_) => vinort_ir::Error::unsupported(e.to_string()),
-    }
+    vinort_ir::Error::provider("OpenVINO", None, e)
 }
