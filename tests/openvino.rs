@@ -222,7 +222,7 @@ impl<P: vinort::ir::ExecutionProvider> vinort::ir::ExecutionProvider for Recorde
 #[test]
 fn an_op_openvino_gets_wrong_splits_the_cnn_and_every_boundary_is_zero_copy() {
     let log = std::sync::Arc::new(std::sync::Mutex::new(vec![]));
-    let ov = vinort::ir_openvino::OpenVinoProvider::new(
+    let ov = vinort::openvino::OpenVinoProvider::new(
         vinort::openvino::OpenVinoOptions::default().precision(Precision::Fp32),
         None,
     );

@@ -10,6 +10,7 @@
 //!
 //! [`refusal`] is asked before the table; `None` means "no semantic objection".
 
+use vinort_ir::ops::window::{AutoPad, WindowAttrs};
 use vinort_ir::{DType, Dim, Graph, Node, NodeIndex, ValueType};
 
 use crate::version::MEASURED;
@@ -146,26 +147,19 @@ fn max_pool(g: &Graph, n: &Node) -> Option<String> {
         return Some(format!("{why}; the input shape is not known, so this cannot be ruled out"));
     };
     let spatial = shape.len().saturating_sub(2);
-    let kernel = n.attr::<Vec<i64>>("kernel_shape").ok().flatten().unwrap_or_default();
-    let strides = n.attr::<Vec<i64>>("strides").ok().flatten().unwrap_or_else(|| vec![1; spatial]);
-    let dilations = n.attr::<Vec<i64>>("dilations").ok().flatten().unwrap_or_else(|| vec![1; spatial]);
-    let pads = n.attr::<Vec<i64>>("pads").ok().flatten().unwrap_or_else(|| vec![0; 2 * spatial]);
-    let auto_pad = n.attr_or::<String>("auto_pad", "NOTSET".into()).unwrap_or_default();
-    if auto_pad != "NOTSET" || kernel.len() != spatial || strides.len() != spatial || pads.len() != 2 * spatial {
+    let window = WindowAttrs::parse(n).ok().and_then(|a| match &a.kernel {
+        Some(k) if k.len() == spatial && a.auto_pad == AutoPad::NotSet => a.resolve(k).ok(),
+        _ => None,
+    });
+    let Some(window) = window else {
         return Some(format!("{why}; this node's padding cannot be checked statically"));
-    }
-    for i in 0..spatial {
-        let Some(size) = shape[i + 2] else {
+    };
+    for (i, size) in shape[2..].iter().enumerate() {
+        let Some(size) = *size else {
             return Some(format!("{why}; spatial dimension {i} is not known"));
         };
-        let (k, s, d) = (kernel[i], strides[i].max(1), dilations.get(i).copied().unwrap_or(1));
-        let (pb, pe) = (pads[i], pads[i + spatial]);
-        let span = size as i64 + pb + pe - ((k - 1) * d + 1);
-        if span < 0 {
-            continue;
-        }
-        let ceil_out = (span + s - 1) / s + 1;
-        if (ceil_out - 1) * s >= size as i64 + pb {
+        if window.ceil_window_starts_in_end_pad(i, size) {
+            let (k, s) = (window.kernel[i], window.strides[i]);
             return Some(format!("{why} (spatial dimension {i}: size {size}, kernel {k}, stride {s})"));
         }
     }

@@ -36,20 +36,26 @@ pub use provider::{Cpu, OpenVino, Provider};
 pub use session::{Input, IoInfo, Outputs, Runtime, Session, SessionBuilder, TensorRef};
 pub use vinort_ir::{DType, Dim, Model, Sequence, Tensor, Value, ValueType};
 
-/// OpenVINO provider options and information.
+/// OpenVINO provider options and information. Option shapes use [`openvino::ShapeDim`]
+/// (fixed, bounded or dynamic) so they do not clash with the model's [`Dim`].
 pub mod openvino {
-    pub use vinort_openvino::options::*;
-    pub use vinort_openvino::provider::{devices, is_available};
+    pub use vinort_openvino::options::{
+        DEVICE_FORMS, Device, DeviceKind, DeviceProperties, InputShape, KNOWN_KEYS, Layout, LayoutSpec, LoadConfig,
+        ModelPriority, OpenVinoOptions, OptionError, PhysicalDevice, Precision, RawProperty, ReshapeInput, Resolved,
+        validate_property_value,
+    };
+    pub use vinort_openvino::options::Dim as ShapeDim;
+    pub use vinort_openvino::provider::{OpenVinoProvider, devices, is_available};
 }
 
-/// The OpenVINO provider type itself, for wrapping or composing providers.
-pub mod ir_openvino {
-    pub use vinort_openvino::provider::{OpenVinoProvider, OvPartition};
-}
-
-/// Lower-level crates, for writing providers or tools.
+/// The pieces a custom execution provider or a tool needs: the provider interface, the graph,
+/// op specs, weights' decoding and the buffer/copy counters. Everything else of the internal
+/// crates stays internal.
 pub mod ir {
-    pub use vinort_ir::*;
+    pub use vinort_ir::{
+        Capability, CompiledPartition, Error, ExecutionProvider, Graph, Model, Node, NodeIndex, Origin, PartitionDef,
+        Result, RunContext, Value, ValueId, ValueInfo, ops, proto, stats, tensor_proto,
+    };
 }
 
 /// The usual imports.
