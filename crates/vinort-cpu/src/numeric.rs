@@ -17,7 +17,7 @@
 //! of panicking in debug builds; integer division by zero gives 0 (kernels that must refuse it
 //! check before they divide).
 //!
-//! The dtype dispatch over these types is [`crate::kernel::with_numeric!`].
+//! The dtype dispatch over these types is `crate::kernel::with_numeric!`.
 
 // The families move onto this module one by one (issue 10); until the last one has, some
 // helpers have no caller outside the tests below.
@@ -332,6 +332,12 @@ impl HalfSlice for bf16 {
 /// The error a kernel gives at run time for an element type it does not handle.
 pub(crate) fn bad_dtype(op: &str, dt: DType) -> Error {
     Error::invalid(format!("{op} does not support {dt} tensors"))
+}
+
+/// Like [`bad_dtype`], for ops whose refusal of a type is a missing kernel rather than a bad
+/// model (the type is legal for the op in ONNX).
+pub(crate) fn unsupported_dtype(op: &str, dt: DType) -> Error {
+    Error::unsupported(format!("{op} does not support {dt} tensors"))
 }
 
 #[cfg(test)]

@@ -45,6 +45,24 @@ pub fn broadcast_shapes(shapes: &[&[usize]]) -> Result<Shape> {
     Ok(out)
 }
 
+/// `vals` (of shape `from`) repeated out to shape `to` by numpy broadcasting of one operand to
+/// a given shape (Expand's rule; quantization scales and zero points broadcast this way); an
+/// error when `from` does not broadcast to `to`.
+pub fn expand<T: Copy>(vals: &[T], from: &[usize], to: &[usize]) -> Result<Vec<T>> {
+    let bad = || Error::invalid(format!("shape {from:?} does not broadcast to {to:?}"));
+    if vals.len() != numel(from) {
+        return Err(bad());
+    }
+    let bc = Broadcast::new([from, to]).map_err(|_| bad())?;
+    if bc.shape() != to {
+        return Err(bad());
+    }
+    let step = bc.inner_strides()[0];
+    let mut out = Vec::with_capacity(bc.len());
+    bc.for_segments(0, bc.len(), |_, [at, _], n| out.extend((0..n).map(|i| vals[at + i * step])));
+    Ok(out)
+}
+
 /// A plan for walking the broadcast of `N` input shapes in contiguous segments.
 #[derive(Clone, Debug)]
 pub struct Broadcast<const N: usize> {
