@@ -39,8 +39,9 @@ use vinort_ir::{DType, Elem, Error, Result, RunContext, Tensor, Value};
 
 use super::broadcast::{Broadcast, binary_map, broadcast_shape, ternary_slices};
 use super::cast::cast_tensor;
-use super::num::{Int, Num, bad_dtype, elem_dispatch, int_dispatch, is_half, narrow, num_dispatch, widen};
+use crate::kernel::with_numeric;
 use crate::kernel::{Kernel, NodeInfo, norm_axis, tensor_in};
+use crate::numeric::{Int, Numeric, bad_dtype, narrow, widen};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Arith {
@@ -131,10 +132,17 @@ impl BinOp {
             )));
         }
         match self {
-            BinOp::Arith(op) if is_half(dt) => narrow(arith::<f32>(op, &widen(a)?, &widen(b)?)?, dt),
-            BinOp::Arith(op) => num_dispatch!(dt, arith(op, a, b), Err(bad_dtype(self.name(), dt))),
-            BinOp::PRelu if is_half(dt) => narrow(prelu::<f32>(&widen(a)?, &widen(b)?)?, dt),
-            BinOp::PRelu => num_dispatch!(dt, prelu(a, b), Err(bad_dtype("PRelu", dt))),
+            // f16/bf16 compute in f32 and round once.
+            BinOp::Arith(_) | BinOp::PRelu if dt.is_float() => {
+                let (wa, wb) = (widen(a)?, widen(b)?);
+                narrow(
+                    with_numeric!(compute dt, |T| self.numeric::<T>(&wa, &wb), _ => Err(bad_dtype(self.name(), dt)))?,
+                    dt,
+                )
+            }
+            BinOp::Arith(_) | BinOp::PRelu => {
+                with_numeric!(int dt, |T| self.numeric::<T>(a, b), _ => Err(bad_dtype(self.name(), dt)))
+            }
             BinOp::Pow => pow(a, b),
             BinOp::Cmp(op) if dt == DType::String => {
                 if op != Cmp::Eq {
@@ -142,18 +150,27 @@ impl BinOp {
                 }
                 strings_equal(a, b)
             }
-            BinOp::Cmp(op) => elem_dispatch!(dt, compare(op, a, b), Err(bad_dtype(self.name(), dt))),
+            BinOp::Cmp(op) if dt == DType::Bool => compare::<bool>(op, a, b),
+            BinOp::Cmp(op) => with_numeric!(dt, |T| compare::<T>(op, a, b), _ => Err(bad_dtype(self.name(), dt))),
             BinOp::Logic(op) => binary_map::<bool, bool, bool>(a, b, move |x, y| match op {
                 Bits::And => x & y,
                 Bits::Or => x | y,
                 _ => x ^ y,
             }),
-            BinOp::Bits(op) => int_dispatch!(dt, bits(op, a, b), Err(bad_dtype(self.name(), dt))),
+            BinOp::Bits(op) => with_numeric!(int dt, |T| bits::<T>(op, a, b), _ => Err(bad_dtype(self.name(), dt))),
+        }
+    }
+
+    /// Arithmetic and PRelu in the element type `T`.
+    fn numeric<T: Numeric>(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        match self {
+            BinOp::Arith(op) => arith::<T>(op, a, b),
+            _ => prelu::<T>(a, b),
         }
     }
 }
 
-fn arith<T: Num>(op: Arith, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+fn arith<T: Numeric>(op: Arith, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let divides = matches!(op, Arith::Div | Arith::Mod { .. });
     if divides && !T::IS_FLOAT && numel(&broadcast_shape(a.shape(), b.shape())?) > 0 {
         // A non-empty output reads every divisor element, so any zero would be used.
@@ -162,12 +179,12 @@ fn arith<T: Num>(op: Arith, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         }
     }
     match op {
-        Arith::Add => binary_map(a, b, T::add),
-        Arith::Sub => binary_map(a, b, T::sub),
-        Arith::Mul => binary_map(a, b, T::mul),
-        Arith::Div => binary_map(a, b, T::div),
-        Arith::Max => binary_map(a, b, T::max_),
-        Arith::Min => binary_map(a, b, T::min_),
+        Arith::Add => binary_map(a, b, T::wrap_add),
+        Arith::Sub => binary_map(a, b, T::wrap_sub),
+        Arith::Mul => binary_map(a, b, T::wrap_mul),
+        Arith::Div => binary_map(a, b, T::wrap_div),
+        Arith::Max => binary_map(a, b, T::nan_max),
+        Arith::Min => binary_map(a, b, T::nan_min),
         Arith::Mod { fmod: true } => binary_map(a, b, T::rem_trunc),
         Arith::Mod { fmod: false } => binary_map(a, b, T::rem_floor),
     }
@@ -177,7 +194,7 @@ fn op_name(op: Arith) -> &'static str {
     BinOp::Arith(op).name()
 }
 
-fn prelu<T: Num>(x: &Tensor, slope: &Tensor) -> Result<Tensor> {
+fn prelu<T: Numeric>(x: &Tensor, slope: &Tensor) -> Result<Tensor> {
     // The slope broadcasts to X, never the other way round.
     if broadcast_shape(x.shape(), slope.shape())?.as_slice() != x.shape() {
         return Err(Error::invalid(format!(
@@ -186,7 +203,7 @@ fn prelu<T: Num>(x: &Tensor, slope: &Tensor) -> Result<Tensor> {
             x.shape()
         )));
     }
-    binary_map::<T, T, T>(x, slope, |x, s| if x < T::ZERO { x.mul(s) } else { x })
+    binary_map::<T, T, T>(x, slope, |x, s| if x < T::zero() { x.wrap_mul(s) } else { x })
 }
 
 fn compare<T: Elem + PartialOrd>(op: Cmp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -208,11 +225,11 @@ fn strings_equal(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 fn bits<T: Int>(op: Bits, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     match op {
-        Bits::And => binary_map(a, b, T::and),
-        Bits::Or => binary_map(a, b, T::or),
-        Bits::Xor => binary_map(a, b, T::xor),
-        Bits::Shl => binary_map(a, b, T::shl_),
-        Bits::Shr => binary_map(a, b, T::shr_),
+        Bits::And => binary_map::<T, T, T>(a, b, |x, y| x & y),
+        Bits::Or => binary_map::<T, T, T>(a, b, |x, y| x | y),
+        Bits::Xor => binary_map::<T, T, T>(a, b, |x, y| x ^ y),
+        Bits::Shl => binary_map(a, b, T::shl_or_zero),
+        Bits::Shr => binary_map(a, b, T::shr_or_fill),
     }
 }
 
@@ -228,7 +245,7 @@ fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         (DType::F32, DType::F32) => binary_map::<f32, f32, f32>(a, b, f32::powf),
         (DType::F64, DType::F64) => binary_map::<f64, f64, f64>(a, b, f64::powf),
         (DType::F16, DType::F16) | (DType::BF16, DType::BF16) | (DType::F16 | DType::BF16, DType::F32) => {
-            narrow(binary_map::<f32, f32, f32>(&widen(a)?, &widen(b)?, f32::powf)?, da)
+            narrow(binary_map::<f32, f32, f32>(&*widen(a)?, &*widen(b)?, f32::powf)?, da)
         }
         _ if da.is_int() && db.is_int() => {
             let wide = |t: &Tensor| Tensor::from_vec(t.shape(), t.to_i64_vec()?);
@@ -399,13 +416,13 @@ impl Kernel for VariadicKernel {
             Variadic::Sum | Variadic::Mean => Arith::Add,
         };
         // f16/bf16 accumulate in f32 and round once at the end.
-        let mut acc = widen(first)?;
+        let mut acc = widen(first)?.into_owned();
         for i in 1..inputs.len() {
             let t = tensor_in(inputs, i)?;
             if t.dtype() != dt {
                 return Err(Error::invalid(format!("{op:?} input {i} is {}, input 0 is {dt}", t.dtype())));
             }
-            acc = BinOp::Arith(arith).apply(&acc, &widen(t)?)?;
+            acc = BinOp::Arith(arith).apply(&acc, &*widen(t)?)?;
         }
         if op == Variadic::Mean {
             let n = inputs.len();
@@ -455,8 +472,10 @@ impl Kernel for Where {
             let mut out = vec![String::new(); bc.len()];
             ternary_slices(&bc, cs, xs, ys, &mut out, |c, x, y| if *c { x.clone() } else { y.clone() });
             Tensor::from_strings(bc.shape(), out)?
+        } else if dt == DType::Bool {
+            where_t::<bool>(c, x, y)?
         } else {
-            elem_dispatch!(dt, where_t(c, x, y), Err(bad_dtype("Where", dt)))?
+            with_numeric!(dt, |T| where_t::<T>(c, x, y), _ => Err(bad_dtype("Where", dt)))?
         };
         Ok(vec![out.into()])
     }

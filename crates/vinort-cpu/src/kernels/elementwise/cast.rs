@@ -21,7 +21,7 @@ use half::{bf16, f16};
 use vinort_ir::{DType, Elem, Error, Result, RunContext, Tensor, Value};
 
 use super::broadcast::{unary_map, unary_slices};
-use crate::kernel::{Kernel, NodeInfo, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, tensor_in, with_numeric};
 
 #[path = "float8.rs"]
 mod float8;
@@ -30,67 +30,6 @@ mod subbyte;
 
 use float8::{MiniFloat, RoundMode};
 use subbyte::NarrowInt;
-
-/// Calls `$body` with `$T` bound to the Rust type of a castable, non-string dtype.
-macro_rules! with_elem {
-    ($dt:expr, $T:ident => $body:expr) => {
-        match $dt {
-            DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            DType::F16 => {
-                type $T = f16;
-                $body
-            }
-            DType::BF16 => {
-                type $T = bf16;
-                $body
-            }
-            DType::I8 => {
-                type $T = i8;
-                $body
-            }
-            DType::I16 => {
-                type $T = i16;
-                $body
-            }
-            DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            DType::U8 => {
-                type $T = u8;
-                $body
-            }
-            DType::U16 => {
-                type $T = u16;
-                $body
-            }
-            DType::U32 => {
-                type $T = u32;
-                $body
-            }
-            DType::U64 => {
-                type $T = u64;
-                $body
-            }
-            DType::Bool => {
-                type $T = bool;
-                $body
-            }
-            other => Err(Error::invalid(format!("Cast does not support {other}"))),
-        }
-    };
-}
 
 /// A value on its way between two element types: the widest form of its kind.
 #[derive(Clone, Copy)]
@@ -227,6 +166,10 @@ fn format_float<F: Into<f64> + Copy + std::fmt::Display + std::fmt::LowerExp>(v:
     }
 }
 
+fn uncastable(dt: DType) -> Error {
+    Error::invalid(format!("Cast does not support {dt}"))
+}
+
 /// The dtypes Cast handles: all but the complex ones.
 pub(crate) fn castable(dt: DType) -> bool {
     !matches!(dt, DType::Complex64 | DType::Complex128)
@@ -331,7 +274,10 @@ fn num_to<S: CastElem>(x: &Tensor, to: DType, opts: CastOptions) -> Result<Tenso
         let xs = x.as_slice::<S>()?;
         return Tensor::build_raw(to, x.shape(), |out| unary_slices(xs, out, |v| n.put(v.get(), opts)));
     }
-    with_elem!(to, D => go::<S, D>(x))
+    match to {
+        DType::Bool => go::<S, bool>(x),
+        _ => with_numeric!(to, |D| go::<S, D>(x), other => Err(uncastable(other))),
+    }
 }
 
 /// `x` (of a [`Narrow`] type `src`) converted to `to`.
@@ -347,7 +293,10 @@ fn narrow_to(x: &Tensor, src: Narrow, to: DType, opts: CastOptions) -> Result<Te
     if let Some(n) = narrow(to) {
         return Tensor::build_raw(to, x.shape(), |out| unary_slices(xs, out, |b| n.put(src.get(b), opts)));
     }
-    with_elem!(to, D => go::<D>(x, src))
+    match to {
+        DType::Bool => go::<bool>(x, src),
+        _ => with_numeric!(to, |D| go::<D>(x, src), other => Err(uncastable(other))),
+    }
 }
 
 fn string_to<D: CastElem>(x: &Tensor) -> Result<Tensor> {
@@ -394,7 +343,7 @@ pub fn cast_tensor_with(x: &Tensor, to: DType, opts: CastOptions) -> Result<Tens
     }
     for dt in [from, to] {
         if !castable(dt) {
-            return Err(Error::invalid(format!("Cast does not support {dt}")));
+            return Err(uncastable(dt));
         }
     }
     if let Some(src) = narrow(from) {
@@ -403,9 +352,11 @@ pub fn cast_tensor_with(x: &Tensor, to: DType, opts: CastOptions) -> Result<Tens
     match from {
         DType::String => match narrow(to) {
             Some(n) => string_to_narrow(x, n, to, opts),
-            None => with_elem!(to, D => string_to::<D>(x)),
+            None if to == DType::Bool => string_to::<bool>(x),
+            None => with_numeric!(to, |D| string_to::<D>(x), other => Err(uncastable(other))),
         },
-        _ => with_elem!(from, S => num_to::<S>(x, to, opts)),
+        DType::Bool => num_to::<bool>(x, to, opts),
+        _ => with_numeric!(from, |S| num_to::<S>(x, to, opts), other => Err(uncastable(other))),
     }
 }
 

@@ -16,12 +16,12 @@
 //! [Clip](https://onnx.ai/onnx/operators/onnx__Clip.html): bounds are attributes before opset
 //! 11 and optional scalar inputs from 11 on; every numeric type.
 
-use half::{bf16, f16};
 use vinort_ir::{DType, Elem, Error, Result, RunContext, Tensor, Value};
 
 use super::broadcast::unary_map;
-use super::num::{Int, Num, bad_dtype, erf_f32, erf_f64, int_dispatch, is_half, narrow, widen};
-use crate::kernel::{Kernel, NodeInfo, opt_tensor_in, tensor_in};
+use super::num::{erf_f32, erf_f64};
+use crate::kernel::{Kernel, NodeInfo, opt_tensor_in, tensor_in, with_numeric};
+use crate::numeric::{Float, Int, Numeric, bad_dtype, is_half, narrow, widen};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Unary {
@@ -142,8 +142,8 @@ impl Unary {
             DType::Bool => unary_map::<bool, bool>(x, |v| !v),
             DType::F32 => float_f32(self, x),
             DType::F64 => float_f64(self, x),
-            _ if is_half(dt) => narrow(float_f32(self, &widen(x)?)?, dt),
-            _ => int_dispatch!(dt, int_op(self, x), Err(bad_dtype(&format!("{self:?}"), dt))),
+            _ if is_half(dt) => narrow(float_f32(self, &*widen(x)?)?, dt),
+            _ => with_numeric!(int dt, |T| int_op::<T>(self, x), _ => Err(bad_dtype(&format!("{self:?}"), dt))),
         }
     }
 }
@@ -183,7 +183,7 @@ macro_rules! float_ops {
                 Floor => map::<$t>(x, |v| v.floor()),
                 Ceil => map::<$t>(x, |v| v.ceil()),
                 Round => map::<$t>(x, |v| v.round_ties_even()),
-                Sign => map::<$t>(x, <$t as Num>::sign_),
+                Sign => map::<$t>(x, <$t as Numeric>::sign),
                 Sin => map::<$t>(x, |v| v.sin()),
                 Cos => map::<$t>(x, |v| v.cos()),
                 Tan => map::<$t>(x, |v| v.tan()),
@@ -238,46 +238,31 @@ fn map<T: Elem>(x: &Tensor, f: impl Fn(T) -> T + Sync) -> Result<Tensor> {
 }
 
 /// ln(1 + eˣ) without overflowing for large x.
-fn softplus<T: SoftplusFloat>(v: T) -> T {
-    v.softplus()
+fn softplus<T: Float>(v: T) -> T {
+    if v > T::zero() { v + (-v).exp().ln_1p() } else { v.exp().ln_1p() }
 }
-
-trait SoftplusFloat {
-    fn softplus(self) -> Self;
-}
-
-macro_rules! softplus_impl {
-    ($($t:ty),*) => {$(
-        impl SoftplusFloat for $t {
-            fn softplus(self) -> $t {
-                if self > 0.0 { self + (-self).exp().ln_1p() } else { self.exp().ln_1p() }
-            }
-        }
-    )*};
-}
-softplus_impl!(f32, f64);
 
 float_ops!(float_f32, f32, erf_f32);
 float_ops!(float_f64, f64, erf_f64);
 
 fn int_op<T: Int>(op: Unary, x: &Tensor) -> Result<Tensor> {
     match op {
-        Unary::Neg => unary_map::<T, T>(x, T::neg_),
-        Unary::Abs => unary_map::<T, T>(x, T::abs_),
-        Unary::Sign => unary_map::<T, T>(x, T::sign_),
-        Unary::Relu => unary_map::<T, T>(x, |v| v.max_(T::ZERO)),
-        Unary::BitwiseNot => unary_map::<T, T>(x, T::not),
+        Unary::Neg => unary_map::<T, T>(x, T::wrap_neg),
+        Unary::Abs => unary_map::<T, T>(x, T::wrap_abs),
+        Unary::Sign => unary_map::<T, T>(x, T::sign),
+        Unary::Relu => unary_map::<T, T>(x, |v| v.nan_max(T::zero())),
+        Unary::BitwiseNot => unary_map::<T, T>(x, |v| !v),
         Unary::Shrink { bias, lambd } => {
             // The thresholds and bias are floats: compare and shift in f64, then convert back.
             let (b, l) = (bias as f64, lambd as f64);
             unary_map::<T, T>(x, move |v| {
-                let f = v.to_f64();
+                let f = v.as_f64();
                 if f < -l {
-                    T::from_f64(f + b)
+                    T::from_f64_as(f + b)
                 } else if f > l {
-                    T::from_f64(f - b)
+                    T::from_f64_as(f - b)
                 } else {
-                    T::ZERO
+                    T::zero()
                 }
             })
         }
@@ -310,16 +295,12 @@ enum Class {
     Inf { neg: bool, pos: bool },
 }
 
-fn classify<T: Elem>(
-    x: &Tensor,
-    c: Class,
-    nan: fn(T) -> bool,
-    inf: fn(T) -> bool,
-    neg: fn(T) -> bool,
-) -> Result<Tensor> {
+fn classify<T: Float>(x: &Tensor, c: Class) -> Result<Tensor> {
     match c {
-        Class::NaN => unary_map::<T, bool>(x, nan),
-        Class::Inf { neg: dn, pos: dp } => unary_map::<T, bool>(x, move |v| inf(v) && if neg(v) { dn } else { dp }),
+        Class::NaN => unary_map::<T, bool>(x, T::is_nan),
+        Class::Inf { neg: dn, pos: dp } => {
+            unary_map::<T, bool>(x, move |v| v.is_infinite() && if v.is_sign_negative() { dn } else { dp })
+        }
     }
 }
 
@@ -329,13 +310,8 @@ impl Kernel for ClassKernel {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
         let x = tensor_in(inputs, 0)?;
         let c = self.0;
-        let out = match x.dtype() {
-            DType::F32 => classify::<f32>(x, c, f32::is_nan, f32::is_infinite, f32::is_sign_negative),
-            DType::F64 => classify::<f64>(x, c, f64::is_nan, f64::is_infinite, f64::is_sign_negative),
-            DType::F16 => classify::<f16>(x, c, f16::is_nan, f16::is_infinite, f16::is_sign_negative),
-            DType::BF16 => classify::<bf16>(x, c, bf16::is_nan, bf16::is_infinite, bf16::is_sign_negative),
-            dt => Err(bad_dtype(if matches!(c, Class::NaN) { "IsNaN" } else { "IsInf" }, dt)),
-        }?;
+        let out = with_numeric!(float x.dtype(), |T| classify::<T>(x, c),
+            dt => Err(bad_dtype(if matches!(c, Class::NaN) { "IsNaN" } else { "IsInf" }, dt)))?;
         Ok(vec![out.into()])
     }
 }
@@ -358,40 +334,6 @@ pub(crate) fn class_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     Ok(Box::new(ClassKernel(c)))
 }
 
-/// Element types Clip can bound, with their default bounds (`numeric_limits` lowest and max).
-trait Bound: Elem + PartialOrd {
-    const LOWEST: Self;
-    const HIGHEST: Self;
-    fn from_f32(v: f32) -> Self;
-}
-
-macro_rules! bound {
-    ($($t:ty),*) => {$(
-        impl Bound for $t {
-            const LOWEST: Self = <$t>::MIN;
-            const HIGHEST: Self = <$t>::MAX;
-            fn from_f32(v: f32) -> Self { v as $t }
-        }
-    )*};
-}
-bound!(f32, f64, i8, i16, i32, i64, u8, u16, u32, u64);
-
-impl Bound for f16 {
-    const LOWEST: Self = f16::MIN;
-    const HIGHEST: Self = f16::MAX;
-    fn from_f32(v: f32) -> Self {
-        f16::from_f32(v)
-    }
-}
-
-impl Bound for bf16 {
-    const LOWEST: Self = bf16::MIN;
-    const HIGHEST: Self = bf16::MAX;
-    fn from_f32(v: f32) -> Self {
-        bf16::from_f32(v)
-    }
-}
-
 /// Clip. Before opset 11 the bounds are float attributes; from 11 they are optional one-element
 /// inputs of the input's type.
 struct Clip {
@@ -400,7 +342,7 @@ struct Clip {
 
 /// `max(lo, min(hi, v))` in the order Clip-13 specifies: when `lo > hi` everything becomes `hi`.
 /// Comparisons with NaN are false, so NaN passes through.
-fn clip_t<T: Bound>(
+fn clip_t<T: Numeric>(
     x: &Tensor,
     lo: Option<&Tensor>,
     hi: Option<&Tensor>,
@@ -413,13 +355,14 @@ fn clip_t<T: Bound>(
                 Ok(s) => Err(Error::invalid(format!("Clip bounds must hold one element, got {}", s.len()))),
                 Err(_) => Err(Error::invalid(format!("Clip bound is {}, input is {}", t.dtype(), T::DTYPE))),
             },
-            (None, Some(a)) => Ok(T::from_f32(a)),
+            (None, Some(a)) => Ok(T::from_f64_as(f64::from(a))),
             (None, None) => Ok(default),
         }
     };
     let (alo, ahi) = attrs.unwrap_or((None, None));
-    let lo = bound(lo, alo, T::LOWEST)?;
-    let hi = bound(hi, ahi, T::HIGHEST)?;
+    // `min_value` is numeric_limits' lowest for floats too.
+    let lo = bound(lo, alo, T::min_value())?;
+    let hi = bound(hi, ahi, T::max_value())?;
     unary_map::<T, T>(x, move |v| {
         let v = if v < lo { lo } else { v };
         if v > hi { hi } else { v }
@@ -432,21 +375,7 @@ impl Kernel for Clip {
         let (lo, hi) =
             if self.attrs.is_some() { (None, None) } else { (opt_tensor_in(inputs, 1)?, opt_tensor_in(inputs, 2)?) };
         let a = self.attrs;
-        let out = match x.dtype() {
-            DType::F16 => clip_t::<f16>(x, lo, hi, a),
-            DType::BF16 => clip_t::<bf16>(x, lo, hi, a),
-            DType::F32 => clip_t::<f32>(x, lo, hi, a),
-            DType::F64 => clip_t::<f64>(x, lo, hi, a),
-            DType::I8 => clip_t::<i8>(x, lo, hi, a),
-            DType::I16 => clip_t::<i16>(x, lo, hi, a),
-            DType::I32 => clip_t::<i32>(x, lo, hi, a),
-            DType::I64 => clip_t::<i64>(x, lo, hi, a),
-            DType::U8 => clip_t::<u8>(x, lo, hi, a),
-            DType::U16 => clip_t::<u16>(x, lo, hi, a),
-            DType::U32 => clip_t::<u32>(x, lo, hi, a),
-            DType::U64 => clip_t::<u64>(x, lo, hi, a),
-            dt => Err(bad_dtype("Clip", dt)),
-        }?;
+        let out = with_numeric!(x.dtype(), |T| clip_t::<T>(x, lo, hi, a), dt => Err(bad_dtype("Clip", dt)))?;
         Ok(vec![out.into()])
     }
 }

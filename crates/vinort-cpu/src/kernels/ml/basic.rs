@@ -8,8 +8,9 @@
 
 use vinort_ir::{DType, Error, Result, Tensor, Value};
 
-use super::{ML_DOMAIN, ML_MAX_OPSET, Num};
+use super::{ML_DOMAIN, ML_MAX_OPSET, greater_than};
 use crate::kernel::{FnKernel, Kernel, NodeInfo, Registry, tensor_in, with_numeric};
+use crate::numeric::{One, Zero};
 
 pub(crate) fn register(r: &mut Registry) {
     r.add(ML_DOMAIN, "ArrayFeatureExtractor", 1..=ML_MAX_OPSET, |_| {
@@ -81,10 +82,10 @@ impl Kernel for Binarizer {
 pub fn binarize(x: &Tensor, threshold: f64) -> Result<Tensor> {
     with_numeric!(x.dtype(), |T| {
         let xs = x.as_slice::<T>()?;
-        let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
+        let (one, zero) = (T::one(), T::zero());
         Ok(Tensor::build::<T>(x.shape(), |o| {
             for (o, v) in o.iter_mut().zip(xs) {
-                *o = if v.greater_than(threshold) { one } else { zero };
+                *o = if greater_than(*v, threshold) { one } else { zero };
             }
         }))
     }, other => Err(Error::unsupported(format!("Binarizer of {other}: only numeric types are supported"))))

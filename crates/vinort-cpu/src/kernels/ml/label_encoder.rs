@@ -19,8 +19,9 @@ use std::collections::hash_map::Entry;
 
 use vinort_ir::{DType, Error, Node, Result, RunContext, Tensor, Value};
 
-use super::{ML_DOMAIN, ML_MAX_OPSET, Num};
+use super::{ML_DOMAIN, ML_MAX_OPSET};
 use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in, with_numeric};
+use crate::numeric::Numeric;
 
 pub(crate) fn register(r: &mut Registry) {
     r.add(ML_DOMAIN, "LabelEncoder", 1..=1, v1_factory);
@@ -196,7 +197,7 @@ fn key_list(node: &Node) -> Result<(DType, KeyList)> {
 
 /// A one-element tensor of a numeric `dtype` holding `v`.
 fn numeric_scalar(dtype: DType, v: f64) -> Result<Tensor> {
-    with_numeric!(dtype, |T| Ok(Tensor::scalar::<T>(T::from_f64(v))),
+    with_numeric!(dtype, |T| Ok(Tensor::scalar::<T>(T::from_f64_as(v))),
         other => Err(Error::invalid(format!("{other} is not a numeric type"))))
 }
 

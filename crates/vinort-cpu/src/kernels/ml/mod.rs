@@ -17,9 +17,10 @@
 //! The `ai.onnx.ml` ops are registered under that domain string as written in models; the
 //! registry only folds `ai.onnx` into the default domain.
 
-use vinort_ir::{DType, Elem, Error, Result, Tensor};
+use vinort_ir::{DType, Error, Result, Tensor};
 
 use crate::kernel::{Registry, with_numeric};
+use crate::numeric::Numeric;
 
 pub mod basic;
 pub mod label_encoder;
@@ -41,89 +42,41 @@ pub(crate) fn register(r: &mut Registry) {
     signal::register(r);
 }
 
-/// A numeric element type written from f64, for kernels that compute in f64 and store once.
-pub(crate) trait Num: Elem {
-    /// `v` in this type: floats round to nearest, integers truncate toward zero and saturate
-    /// (NaN becomes 0), as numpy's `astype` and a C++ `static_cast` do for in-range values.
-    fn from_f64(v: f64) -> Self;
-    /// `self > t`, exact for every type (integers are not rounded through f64).
-    fn greater_than(self, t: f64) -> bool;
+/// `x > t`, exact for every type: integers are not rounded through f64 (Binarizer's threshold
+/// is a float attribute, its input any numeric type).
+pub(crate) fn greater_than<T: Numeric>(x: T, t: f64) -> bool {
+    if T::IS_FLOAT {
+        return x.as_f64() > t;
+    }
+    // For an integer x and a finite t, x > t exactly when x > floor(t); floor(t) is an
+    // integer-valued f64 and converts to i128 exactly when within its range.
+    if t.is_nan() {
+        return false;
+    }
+    let f = t.floor();
+    if f >= 1.8e19 {
+        false
+    } else if f < -1.8e19 {
+        true
+    } else {
+        x.to_i128().unwrap_or_default() > (f as i128)
+    }
 }
-
-macro_rules! num_float {
-    ($($t:ty),*) => {$(
-        impl Num for $t {
-            #[inline]
-            fn from_f64(v: f64) -> Self {
-                v as $t
-            }
-            #[inline]
-            fn greater_than(self, t: f64) -> bool {
-                (self as f64) > t
-            }
-        }
-    )*};
-}
-num_float!(f32, f64);
-
-macro_rules! num_half {
-    ($($t:ty),*) => {$(
-        impl Num for $t {
-            #[inline]
-            fn from_f64(v: f64) -> Self {
-                <$t>::from_f64(v)
-            }
-            #[inline]
-            fn greater_than(self, t: f64) -> bool {
-                <$t>::to_f64(self) > t
-            }
-        }
-    )*};
-}
-num_half!(half::f16, half::bf16);
-
-macro_rules! num_int {
-    ($($t:ty),*) => {$(
-        impl Num for $t {
-            #[inline]
-            fn from_f64(v: f64) -> Self {
-                // `as` truncates toward zero, saturates and maps NaN to 0.
-                v as $t
-            }
-            #[inline]
-            fn greater_than(self, t: f64) -> bool {
-                // For an integer x and a finite t, x > t exactly when x > floor(t); floor(t) is
-                // an integer-valued f64 and converts to i128 exactly when within its range.
-                if t.is_nan() {
-                    return false;
-                }
-                let f = t.floor();
-                if f >= 1.8e19 {
-                    false
-                } else if f < -1.8e19 {
-                    true
-                } else {
-                    (self as i128) > (f as i128)
-                }
-            }
-        }
-    )*};
-}
-num_int!(i8, i16, i32, i64, u8, u16, u32, u64);
 
 /// True for the element types [`store_f64`] can write.
 pub(crate) fn is_numeric(d: DType) -> bool {
     d.is_float() || d.is_int()
 }
 
-/// A tensor of a numeric `dtype` holding `v` converted with [`Num::from_f64`].
+/// A tensor of a numeric `dtype` holding `v` converted as Rust's `as` does
+/// ([`Numeric::from_f64_as`]: floats round, integers truncate toward zero and saturate).
 pub(crate) fn store_f64(dtype: DType, shape: &[usize], v: &[f64]) -> Result<Tensor> {
     if v.len() != shape.iter().product::<usize>() {
         return Err(Error::invalid(format!("{} values cannot fill shape {shape:?}", v.len())));
     }
     with_numeric!(dtype, |T| Ok(Tensor::build::<T>(shape, |o| {
         for (o, v) in o.iter_mut().zip(v) {
-            *o = T::from_f64(*v);
+            *o = T::from_f64_as(*v);
         }
     })), other => Err(Error::unsupported(format!("element type {other} is not numeric"))))
 }

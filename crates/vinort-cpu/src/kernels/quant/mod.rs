@@ -15,6 +15,7 @@
 use vinort_ir::{DType, Error, Result, Tensor};
 
 use crate::kernel::Registry;
+use crate::numeric;
 
 pub mod dynamic;
 pub mod minifloat;
@@ -33,8 +34,8 @@ pub(crate) fn register(r: &mut Registry) {
     qconv::register(r);
 }
 
-/// Elements above which kernels split work across rayon tasks.
-pub(crate) const PAR_MIN: usize = 1 << 15;
+/// The family's old threshold name, kept for `qconv` until it moves to [`crate::par`].
+pub(crate) use crate::par::ELEMENTS as PAR_MIN;
 
 /// Inclusive range of an integer quantized type (8 bits or fewer, or 16 bits).
 pub(crate) fn int_range(d: DType) -> Option<(i32, i32)> {
@@ -60,8 +61,7 @@ pub(crate) fn load_f32(t: &Tensor) -> Result<Vec<f32>> {
     }
     Ok(match d {
         DType::F32 => t.to_vec::<f32>()?,
-        DType::F16 => t.as_slice::<half::f16>()?.iter().map(|v| v.to_f32()).collect(),
-        DType::BF16 => t.as_slice::<half::bf16>()?.iter().map(|v| v.to_f32()).collect(),
+        DType::F16 | DType::BF16 => numeric::to_f32_vec(t)?,
         DType::F64 => t.as_slice::<f64>()?.iter().map(|v| *v as f32).collect(),
         DType::F8E8M0 => t.as_slice::<u8>()?.iter().map(|b| minifloat::decode_e8m0(*b)).collect(),
         DType::I32 => t.as_slice::<i32>()?.iter().map(|v| *v as f32).collect(),
@@ -107,9 +107,7 @@ pub(crate) fn store_float(d: DType, shape: &[usize], v: &[f32]) -> Result<Tensor
         }
     }
     Ok(match d {
-        DType::F32 => Tensor::build::<f32>(shape, |o| o.copy_from_slice(v)),
-        DType::F16 => Tensor::build::<half::f16>(shape, |o| fill(o, v, half::f16::from_f32)),
-        DType::BF16 => Tensor::build::<half::bf16>(shape, |o| fill(o, v, half::bf16::from_f32)),
+        DType::F32 | DType::F16 | DType::BF16 => numeric::from_f32_slice(d, shape, v)?,
         DType::F64 => Tensor::build::<f64>(shape, |o| fill(o, v, |x| x as f64)),
         other => return Err(Error::unsupported(format!("float output of type {other}"))),
     })
@@ -118,48 +116,10 @@ pub(crate) fn store_float(d: DType, shape: &[usize], v: &[f32]) -> Result<Tensor
 /// Rounds an f32 to the precision of a float type (identity for f32 and wider).
 pub(crate) fn round_to(d: DType, x: f32) -> f32 {
     match d {
-        DType::F16 => half::f16::from_f32(x).to_f32(),
-        DType::BF16 => half::bf16::from_f32(x).to_f32(),
+        DType::F16 => numeric::widen_elem(numeric::narrow_elem::<half::f16>(x)),
+        DType::BF16 => numeric::widen_elem(numeric::narrow_elem::<half::bf16>(x)),
         _ => x,
     }
 }
 
-/// `vals` of shape `from` expanded to shape `to` by numpy (multidirectional-to-`to`)
-/// broadcasting; an error when `from` does not broadcast to `to`.
-pub(crate) fn expand<T: Copy>(vals: &[T], from: &[usize], to: &[usize]) -> Result<Vec<T>> {
-    let bad = || Error::invalid(format!("shape {from:?} does not broadcast to {to:?}"));
-    if from.len() > to.len() || vals.len() != from.iter().product::<usize>() {
-        return Err(bad());
-    }
-    let pad = to.len() - from.len();
-    let mut strides = vec![0usize; to.len()];
-    let mut s = 1usize;
-    for i in (0..from.len()).rev() {
-        let (f, t) = (from[i], to[i + pad]);
-        if f != t && f != 1 {
-            return Err(bad());
-        }
-        strides[i + pad] = if f == 1 { 0 } else { s };
-        s *= f;
-    }
-    let n: usize = to.iter().product();
-    if vals.len() == 1 {
-        return Ok(vec![vals[0]; n]);
-    }
-    let mut out = Vec::with_capacity(n);
-    let mut idx = vec![0usize; to.len()];
-    let mut off = 0usize;
-    for _ in 0..n {
-        out.push(*vals.get(off).ok_or_else(bad)?);
-        for d in (0..to.len()).rev() {
-            idx[d] += 1;
-            off += strides[d];
-            if idx[d] < to[d] {
-                break;
-            }
-            off -= strides[d] * idx[d];
-            idx[d] = 0;
-        }
-    }
-    Ok(out)
-}
+pub(crate) use crate::kernels::elementwise::broadcast::expand;

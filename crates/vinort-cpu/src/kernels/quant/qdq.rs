@@ -11,8 +11,9 @@ use rayon::prelude::*;
 use vinort_ir::{DType, Error, Node, Result, RunContext, Tensor, Value};
 
 use super::minifloat::{self, Format};
-use super::{PAR_MIN, int_range, load_f32, load_i32, round_to, store_float, store_int};
+use super::{int_range, load_f32, load_i32, round_to, store_float, store_int};
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in};
+use crate::par;
 
 pub(crate) fn register(r: &mut Registry) {
     r.add("", "QuantizeLinear", 10..=MAX_OPSET, quantize_factory);
@@ -79,7 +80,7 @@ impl Granularity {
             Granularity::Axis { .. } => Param::One(r % d),
             Granularity::Block { b, s, .. } => Param::Run(((r / d) * s + (r % d) / b) * inner),
         };
-        if n < PAR_MIN || n == inner {
+        if n < par::ELEMENTS || n == inner {
             for (r, row) in out.chunks_mut(inner).enumerate() {
                 f(r * inner, row, param(r));
             }

@@ -13,36 +13,19 @@ use rayon::prelude::*;
 use vinort_ir::{DType, Error, Result, Tensor, Value};
 
 use super::minifloat;
-use super::{PAR_MIN, expand, int_range, load_f32, load_i32, round_to, store_int};
+use super::{expand, int_range, load_f32, load_i32, round_to, store_int};
 use crate::kernel::{FnKernel, Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::numeric::Numeric;
+use crate::par;
 
 pub(crate) fn register(r: &mut Registry) {
     r.add("", "QLinearMatMul", 10..=MAX_OPSET, qlinear_factory);
     r.add("", "MatMulInteger", 10..=MAX_OPSET, integer_factory);
 }
 
-/// An accumulator type of the quantized matmuls.
-pub(crate) trait Acc: Copy + Default + Send + Sync {
-    /// `self + a * b` (wrapping for integers).
-    fn mac(self, a: Self, b: Self) -> Self;
-}
-
-impl Acc for i32 {
-    #[inline(always)]
-    fn mac(self, a: i32, b: i32) -> i32 {
-        self.wrapping_add(a.wrapping_mul(b))
-    }
-}
-
-impl Acc for f32 {
-    #[inline(always)]
-    fn mac(self, a: f32, b: f32) -> f32 {
-        self + a * b
-    }
-}
-
 /// numpy.matmul of `a` (shape `ash`) and `b` (shape `bsh`): the output shape and elements.
-pub(crate) fn matmul<T: Acc>(a: &[T], ash: &[usize], b: &[T], bsh: &[usize]) -> Result<(Vec<usize>, Vec<T>)> {
+/// `T` is the accumulator: i32 (wrapping) or f32.
+pub(crate) fn matmul<T: Numeric>(a: &[T], ash: &[usize], b: &[T], bsh: &[usize]) -> Result<(Vec<usize>, Vec<T>)> {
     if ash.is_empty() || bsh.is_empty() {
         return Err(Error::invalid("matmul operands must have rank 1 or more"));
     }
@@ -92,12 +75,12 @@ pub(crate) fn matmul<T: Acc>(a: &[T], ash: &[usize], b: &[T], bsh: &[usize]) -> 
         let bm = &b[ob[bi] * k * n..][..k * n];
         for (p, &av) in arow.iter().enumerate() {
             for (o, &bv) in o.iter_mut().zip(&bm[p * n..(p + 1) * n]) {
-                *o = o.mac(av, bv);
+                *o = o.wrap_add(av.wrap_mul(bv));
             }
         }
     };
     if n > 0 {
-        if out.len() * k < PAR_MIN {
+        if out.len() * k < par::ELEMENTS {
             out.chunks_mut(n).enumerate().for_each(|(r, o)| row(r, o));
         } else {
             out.par_chunks_mut(n).enumerate().for_each(|(r, o)| row(r, o));

@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 
 use bytemuck::Pod;
+use vinort_ir::tensor::strides_of;
 use vinort_ir::{DType, Error, Origin, Result, Tensor};
 
 /// One move of elements from an input into the output. Offsets and strides count elements.
@@ -44,11 +45,7 @@ impl Strided {
 
 /// Row-major strides of a shape, signed.
 pub(crate) fn dense_strides(shape: &[usize]) -> Vec<isize> {
-    let mut s = vec![1isize; shape.len()];
-    for i in (0..shape.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * shape[i + 1] as isize;
-    }
-    s
+    strides_of(shape).iter().map(|&s| s as isize).collect()
 }
 
 /// Number of elements of a shape, or an error when it does not fit in memory.

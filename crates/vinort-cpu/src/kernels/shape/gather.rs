@@ -11,11 +11,13 @@
 //! Every element type for the moves; the Scatter reductions add/mul/max/min take the numeric
 //! types. Indices may be negative (counting from the end); an index out of range is an error.
 
+use vinort_ir::tensor::numel;
 use vinort_ir::{DType, Error, Result, Tensor};
 
 use super::copy::{Step, Strided, checked_numel, dense_strides, run_plan};
-use super::{Num, kernel, norm_index, with_num};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in};
+use super::{kernel, norm_index};
+use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in, with_numeric};
+use crate::numeric::{Numeric, unsupported_dtype};
 
 pub(super) fn register(r: &mut Registry) {
     r.add("", "Gather", 1..=MAX_OPSET, gather);
@@ -28,15 +30,11 @@ pub(super) fn register(r: &mut Registry) {
     r.add("", "ReverseSequence", 10..=MAX_OPSET, reverse_sequence);
 }
 
-fn prod(d: &[usize]) -> usize {
-    d.iter().product()
-}
-
 pub(super) fn gather_tensor(x: &Tensor, idx: &Tensor, axis: i64) -> Result<Tensor> {
     let a = norm_axis(axis, x.rank())?;
     let d = x.shape()[a];
     let ind = idx.to_i64_vec()?.into_iter().map(|i| norm_index(i, d)).collect::<Result<Vec<_>>>()?;
-    let (outer, inner) = (prod(&x.shape()[..a]), prod(&x.shape()[a + 1..]));
+    let (outer, inner) = (numel(&x.shape()[..a]), numel(&x.shape()[a + 1..]));
     let mut shape = x.shape()[..a].to_vec();
     shape.extend_from_slice(idx.shape());
     shape.extend_from_slice(&x.shape()[a + 1..]);
@@ -123,12 +121,12 @@ fn nd_targets(x: &Tensor, idx: &Tensor, b: usize) -> Result<(Vec<usize>, usize, 
         return Err(Error::invalid(format!("batch dims of {:?} and {:?} differ", idx.shape(), x.shape())));
     }
     let xs = dense_strides(x.shape());
-    let inner = prod(&x.shape()[b + k..]);
-    let batch_size = prod(&x.shape()[b..]);
-    let per_batch = prod(&idx.shape()[b..q - 1]);
+    let inner = numel(&x.shape()[b + k..]);
+    let batch_size = numel(&x.shape()[b..]);
+    let per_batch = numel(&idx.shape()[b..q - 1]);
     let values = idx.to_i64_vec()?;
     let mut offs = Vec::with_capacity(values.len() / k.max(1));
-    let tuples = prod(&idx.shape()[..q - 1]);
+    let tuples = numel(&idx.shape()[..q - 1]);
     for t in 0..tuples {
         let mut off = (t / per_batch.max(1)) * batch_size;
         for (j, v) in values[t * k..(t + 1) * k].iter().enumerate() {
@@ -172,11 +170,11 @@ fn reduction_attr(info: &NodeInfo<'_>) -> Result<Reduction> {
     })
 }
 
-fn combine<T: Num>(r: Reduction, old: T, new: T) -> T {
+fn combine<T: Numeric>(r: Reduction, old: T, new: T) -> T {
     match r {
         Reduction::None => new,
-        Reduction::Add => old.add(new),
-        Reduction::Mul => old.mul(new),
+        Reduction::Add => old.wrap_add(new),
+        Reduction::Mul => old.wrap_mul(new),
         Reduction::Max => {
             if new > old {
                 new
@@ -205,7 +203,7 @@ fn scatter_runs(x: &Tensor, upd: &Tensor, runs: Vec<[usize; 3]>, r: Reduction) -
         return run_plan(x.dtype(), &[x, upd], x.shape(), &[copy, runs]);
     }
     let dtype: DType = x.dtype();
-    with_num!(dtype, "Scatter reduction", |T| {
+    with_numeric!(dtype, |T| {
         let mut out = x.to_vec::<T>()?;
         let u = upd.as_slice::<T>()?;
         for [s, d, n] in runs {
@@ -216,7 +214,7 @@ fn scatter_runs(x: &Tensor, upd: &Tensor, runs: Vec<[usize; 3]>, r: Reduction) -
             }
         }
         Tensor::from_vec(x.shape(), out)
-    })
+    }, other => Err(unsupported_dtype("Scatter reduction", other)))
 }
 
 pub(super) fn scatter_elements_tensor(
@@ -282,7 +280,7 @@ pub(super) fn compress_tensor(x: &Tensor, cond: &Tensor, axis: Option<i64>) -> R
     let a = norm_axis(axis, x.rank())?;
     let d = x.shape()[a];
     let sel = selected(cond, d)?;
-    let (outer, inner) = (prod(&x.shape()[..a]), prod(&x.shape()[a + 1..]));
+    let (outer, inner) = (numel(&x.shape()[..a]), numel(&x.shape()[a + 1..]));
     let mut shape = x.shape().to_vec();
     shape[a] = sel.len();
     let n = sel.len();
@@ -311,7 +309,7 @@ pub(super) fn reverse_sequence_tensor(x: &Tensor, lens: &Tensor, batch_axis: i64
     if lens.len() != nb {
         return Err(Error::invalid(format!("{} sequence lengths for a batch of {nb}", lens.len())));
     }
-    let inner = prod(&x.shape()[2..]);
+    let inner = numel(&x.shape()[2..]);
     let at = |b: usize, t: usize| if time_first { (t * nb + b) * inner } else { (b * nt + t) * inner };
     let mut runs = Vec::with_capacity(nb * nt);
     for (b, &l) in lens.iter().enumerate() {

@@ -13,7 +13,8 @@
 
 use vinort_ir::{DType, Error, Result, Tensor, Value};
 
-use crate::kernel::{FnKernel, Kernel, Registry};
+use crate::kernel::{FnKernel, Kernel, Registry, with_numeric};
+use crate::numeric::{Numeric, unsupported_dtype};
 
 mod copy;
 mod gather;
@@ -81,76 +82,11 @@ fn to_dim(v: i64, what: &str) -> Result<usize> {
     usize::try_from(v).map_err(|_| Error::invalid(format!("{what} must be non-negative, got {v}")))
 }
 
-/// Arithmetic the computing kernels of this family need, for every numeric element type.
-pub(crate) trait Num: vinort_ir::Elem + PartialOrd {
-    fn zero() -> Self;
-    /// Wrapping for integers, so overflow never panics.
-    fn add(self, o: Self) -> Self;
-    fn mul(self, o: Self) -> Self;
-    fn from_f64(v: f64) -> Self;
-    fn to_f64(self) -> f64;
-    /// NaN for floats; never for integers.
-    fn is_nan(self) -> bool;
-}
-
-macro_rules! num_int {
-    ($($t:ty),*) => {$(
-        impl Num for $t {
-            fn zero() -> Self { 0 }
-            fn add(self, o: Self) -> Self { self.wrapping_add(o) }
-            fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
-            fn from_f64(v: f64) -> Self { v as $t }
-            fn to_f64(self) -> f64 { self as f64 }
-            fn is_nan(self) -> bool { false }
-        }
-    )*};
-}
-num_int!(i8, i16, i32, i64, u8, u16, u32, u64);
-
-macro_rules! num_float {
-    ($($t:ty),*) => {$(
-        impl Num for $t {
-            fn zero() -> Self { 0.0 }
-            fn add(self, o: Self) -> Self { self + o }
-            fn mul(self, o: Self) -> Self { self * o }
-            fn from_f64(v: f64) -> Self { v as $t }
-            fn to_f64(self) -> f64 { self as f64 }
-            fn is_nan(self) -> bool { <$t>::is_nan(self) }
-        }
-    )*};
-}
-num_float!(f32, f64);
-
-macro_rules! num_half {
-    ($($t:ty),*) => {$(
-        impl Num for $t {
-            fn zero() -> Self { <$t>::ZERO }
-            fn add(self, o: Self) -> Self { self + o }
-            fn mul(self, o: Self) -> Self { self * o }
-            fn from_f64(v: f64) -> Self { <$t>::from_f64(v) }
-            fn to_f64(self) -> f64 { <$t>::to_f64(self) }
-            fn is_nan(self) -> bool { <$t>::is_nan(self) }
-        }
-    )*};
-}
-num_half!(half::f16, half::bf16);
-
-/// Runs `$body` with `$T` bound to the Rust type of a numeric `DType`; other types are
-/// refused with [`Error::Unsupported`] naming `$op`.
-macro_rules! with_num {
-    ($dtype:expr, $op:expr, |$T:ident| $body:expr) => {
-        $crate::kernel::with_numeric!($dtype, |$T| $body, other => {
-            Err(Error::unsupported(format!("{} does not support {other} tensors", $op)))
-        })
-    };
-}
-pub(crate) use with_num;
-
 /// A one-element tensor of a numeric or bool type holding `v` (EyeLike's one, Pad's legacy
 /// float `value`, Dropout's legacy mask).
 fn scalar_of(dtype: DType, v: f64) -> Result<Tensor> {
     if dtype == DType::Bool {
         return Ok(Tensor::scalar(v != 0.0));
     }
-    with_num!(dtype, "this op", |T| Ok(Tensor::scalar(<T as Num>::from_f64(v))))
+    with_numeric!(dtype, |T| Ok(Tensor::scalar(T::from_f64_as(v))), other => Err(unsupported_dtype("this op", other)))
 }

@@ -9,8 +9,9 @@ use std::cmp::Ordering;
 use vinort_ir::{DType, Error, Result, Tensor};
 
 use super::copy::checked_numel;
-use super::{Num, kernel, scalar_int, with_num};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in};
+use super::{kernel, scalar_int};
+use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in, with_numeric};
+use crate::numeric::{Float, Int, Numeric, Zero, unsupported_dtype};
 
 pub(super) fn register(r: &mut Registry) {
     r.add("", "Range", 11..=MAX_OPSET, range);
@@ -18,7 +19,7 @@ pub(super) fn register(r: &mut Registry) {
     r.add("", "TopK", 1..=MAX_OPSET, top_k);
 }
 
-fn one<T: Num>(t: &Tensor, what: &str) -> Result<T> {
+fn one<T: Numeric>(t: &Tensor, what: &str) -> Result<T> {
     match t.as_slice::<T>()? {
         [v] => Ok(*v),
         other => Err(Error::invalid(format!("Range {what} must be a scalar, it holds {}", other.len()))),
@@ -54,44 +55,34 @@ pub(super) fn range_tensor(start: &Tensor, limit: &Tensor, delta: &Tensor) -> Re
             return Err(Error::DTypeMismatch { expected: dtype, found: t.dtype() });
         }
     }
-    macro_rules! ints {
-        ($t:ty) => {{
-            let (s, l, d) = (
-                one::<$t>(start, "start")? as i128,
-                one::<$t>(limit, "limit")? as i128,
-                one::<$t>(delta, "delta")? as i128,
-            );
-            let n = int_count(s, l, d)?;
-            checked_numel(&[n])?;
-            // Every element lies between start and limit, so it fits the type.
-            Tensor::build::<$t>(&[n], |o| o.iter_mut().enumerate().for_each(|(i, v)| *v = (s + i as i128 * d) as $t))
-        }};
+    match dtype {
+        DType::I16 | DType::I32 | DType::I64 => {
+            with_numeric!(int dtype, |T| range_int::<T>(start, limit, delta), other => Err(Error::unsupported(format!("Range does not support {other}"))))
+        }
+        _ => with_numeric!(float dtype, |T| range_float::<T>(start, limit, delta), other => {
+            Err(Error::unsupported(format!("Range does not support {other}")))
+        }),
     }
-    // Floats (and f16/bf16, whose stash type is at least f32) are computed as
-    // `start + i * delta` in f64, then rounded once to the output type.
-    macro_rules! floats {
-        ($t:ty) => {{
-            let (s, l, d) = (
-                one::<$t>(start, "start")?.to_f64(),
-                one::<$t>(limit, "limit")?.to_f64(),
-                one::<$t>(delta, "delta")?.to_f64(),
-            );
-            let n = float_count(s, l, d)?;
-            Tensor::build::<$t>(&[n], |o| {
-                o.iter_mut().enumerate().for_each(|(i, v)| *v = <$t as Num>::from_f64(s + i as f64 * d))
-            })
-        }};
-    }
-    Ok(match dtype {
-        DType::I16 => ints!(i16),
-        DType::I32 => ints!(i32),
-        DType::I64 => ints!(i64),
-        DType::F32 => floats!(f32),
-        DType::F64 => floats!(f64),
-        DType::F16 => floats!(half::f16),
-        DType::BF16 => floats!(half::bf16),
-        other => return Err(Error::unsupported(format!("Range does not support {other}"))),
-    })
+}
+
+fn range_int<T: Int>(start: &Tensor, limit: &Tensor, delta: &Tensor) -> Result<Tensor> {
+    let wide = |t: &Tensor, what: &str| -> Result<i128> { Ok(one::<T>(t, what)?.to_i128().unwrap_or_default()) };
+    let (s, l, d) = (wide(start, "start")?, wide(limit, "limit")?, wide(delta, "delta")?);
+    let n = int_count(s, l, d)?;
+    checked_numel(&[n])?;
+    // Every element lies between start and limit, so it fits the type.
+    Ok(Tensor::build::<T>(&[n], |o| {
+        o.iter_mut().enumerate().for_each(|(i, v)| *v = T::from_i128(s + i as i128 * d).unwrap_or_else(T::zero))
+    }))
+}
+
+/// Floats (and f16/bf16, whose stash type is at least f32) are computed as `start + i * delta`
+/// in f64, then rounded once to the output type.
+fn range_float<T: Float>(start: &Tensor, limit: &Tensor, delta: &Tensor) -> Result<Tensor> {
+    let (s, l, d) =
+        (one::<T>(start, "start")?.as_f64(), one::<T>(limit, "limit")?.as_f64(), one::<T>(delta, "delta")?.as_f64());
+    let n = float_count(s, l, d)?;
+    Ok(Tensor::build::<T>(&[n], |o| o.iter_mut().enumerate().for_each(|(i, v)| *v = T::from_f64_as(s + i as f64 * d))))
 }
 
 fn range(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
@@ -107,27 +98,27 @@ fn split_at_axis(shape: &[usize], a: usize) -> (usize, usize, usize) {
 pub(super) fn cum_sum_tensor(x: &Tensor, axis: i64, exclusive: bool, reverse: bool) -> Result<Tensor> {
     let a = norm_axis(axis, x.rank())?;
     let (outer, d, inner) = split_at_axis(x.shape(), a);
-    with_num!(x.dtype(), "CumSum", |T| {
+    with_numeric!(x.dtype(), |T| {
         let src = x.as_slice::<T>()?;
         Ok(Tensor::build::<T>(x.shape(), |out| {
             for o in 0..outer {
                 for i in 0..inner {
-                    let mut acc = <T as Num>::zero();
+                    let mut acc = T::zero();
                     for step in 0..d {
                         let j = if reverse { d - 1 - step } else { step };
                         let at = (o * d + j) * inner + i;
                         if exclusive {
                             out[at] = acc;
-                            acc = acc.add(src[at]);
+                            acc = acc.wrap_add(src[at]);
                         } else {
-                            acc = acc.add(src[at]);
+                            acc = acc.wrap_add(src[at]);
                             out[at] = acc;
                         }
                     }
                 }
             }
         }))
-    })
+    }, other => Err(unsupported_dtype("CumSum", other)))
 }
 
 fn cum_sum(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
@@ -140,8 +131,8 @@ fn cum_sum(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 /// A total order with NaN above every number (numpy's sort order).
-fn total<T: Num>(a: T, b: T) -> Ordering {
-    match (a.is_nan(), b.is_nan()) {
+fn total<T: Numeric>(a: T, b: T) -> Ordering {
+    match (a.is_nan_num(), b.is_nan_num()) {
         (true, true) => Ordering::Equal,
         (true, false) => Ordering::Greater,
         (false, true) => Ordering::Less,
@@ -158,14 +149,14 @@ pub(super) fn top_k_tensors(x: &Tensor, k: i64, axis: i64, largest: bool) -> Res
         .ok_or_else(|| Error::invalid(format!("TopK k={k} is outside [0, {d}]")))?;
     let mut shape = x.shape().to_vec();
     shape[a] = k;
-    with_num!(x.dtype(), "TopK", |T| {
+    with_numeric!(x.dtype(), |T| {
         let src = x.as_slice::<T>()?;
         // Ties go to the lower index, as the spec requires, so the order is total.
         let order = |p: &(T, usize), q: &(T, usize)| {
             let by_value = if largest { total(q.0, p.0) } else { total(p.0, q.0) };
             by_value.then(p.1.cmp(&q.1))
         };
-        let mut values = vec![<T as Num>::zero(); outer * k * inner];
+        let mut values = vec![T::zero(); outer * k * inner];
         let mut indices = vec![0i64; outer * k * inner];
         let mut line: Vec<(T, usize)> = Vec::with_capacity(d);
         for o in 0..outer {
@@ -184,7 +175,7 @@ pub(super) fn top_k_tensors(x: &Tensor, k: i64, axis: i64, largest: bool) -> Res
             }
         }
         Ok((Tensor::from_vec(&shape, values)?, Tensor::from_vec(&shape, indices)?))
-    })
+    }, other => Err(unsupported_dtype("TopK", other)))
 }
 
 fn top_k(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
