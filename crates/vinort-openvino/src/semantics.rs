@@ -232,7 +232,7 @@ fn lstm(g: &Graph, n: &Node) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use onnx::attribute_proto::AttributeType;
     use prost::Message;
     use vinort_ir::Model;
@@ -256,7 +256,7 @@ mod tests {
         Is(Vec<i64>),
     }
 
-    fn vi(name: &str, elem: i32, dims: &[i64]) -> onnx::ValueInfoProto {
+    pub(crate) fn vi(name: &str, elem: i32, dims: &[i64]) -> onnx::ValueInfoProto {
         use onnx::tensor_shape_proto::{Dimension, dimension::Value as D};
         onnx::ValueInfoProto {
             name: Some(name.into()),
@@ -276,15 +276,21 @@ mod tests {
         }
     }
 
-    /// The refusal for the single node of a model with these inputs, initializers and attributes.
-    fn verdict(
+    /// The refusal for the single node of `model`.
+    fn verdict(model: Model) -> Option<String> {
+        let g = &model.graph;
+        refusal(g, g.topo_order()[0])
+    }
+
+    /// A model of one default-domain node `n` with output `y`.
+    pub(crate) fn one_node(
         op: &str,
         opset: i64,
         inputs: &[onnx::ValueInfoProto],
         inits: Vec<onnx::TensorProto>,
         node_inputs: &[&str],
         attrs: Vec<onnx::AttributeProto>,
-    ) -> Option<String> {
+    ) -> Model {
         let node = onnx::NodeProto {
             op_type: Some(op.into()),
             name: Some("n".into()),
@@ -307,9 +313,7 @@ mod tests {
             graph: Some(graph),
             ..Default::default()
         };
-        let model = Model::from_bytes(model.encode_to_vec()).expect("test model loads");
-        let g = &model.graph;
-        refusal(g, g.topo_order()[0])
+        Model::from_bytes(model.encode_to_vec()).expect("test model loads")
     }
 
     /// A 1-d initializer.
@@ -328,26 +332,30 @@ mod tests {
         let x32 = [vi("x", F32, &[4])];
         let x64 = [vi("x", F64, &[4])];
         let to = |t: i64| vec![attr("to", Attr::I(t))];
-        assert!(verdict("Cast", 21, &x32, vec![], &["x"], to(11)).unwrap().contains("±inf"));
-        assert!(verdict("Cast", 21, &x64, vec![], &["x"], to(1)).is_some());
-        assert_eq!(verdict("Cast", 21, &x32, vec![], &["x"], to(10)), None);
-        assert_eq!(verdict("Cast", 21, &x64, vec![], &["x"], to(7)), None, "double to int64 keeps no infinities");
+        assert!(verdict(one_node("Cast", 21, &x32, vec![], &["x"], to(11))).unwrap().contains("±inf"));
+        assert!(verdict(one_node("Cast", 21, &x64, vec![], &["x"], to(1))).is_some());
+        assert_eq!(verdict(one_node("Cast", 21, &x32, vec![], &["x"], to(10))), None);
+        assert_eq!(
+            verdict(one_node("Cast", 21, &x64, vec![], &["x"], to(7))),
+            None,
+            "double to int64 keeps no infinities"
+        );
         let like = [vi("x", F32, &[4]), vi("t", F64, &[1])];
-        assert!(verdict("CastLike", 21, &like, vec![], &["x", "t"], vec![]).is_some());
+        assert!(verdict(one_node("CastLike", 21, &like, vec![], &["x", "t"], vec![])).is_some());
     }
 
     #[test]
     fn semantics_float_max_min_reductions_refused_integer_ones_not() {
-        assert!(verdict("ReduceMax", 18, &[vi("x", F32, &[2, 3])], vec![], &["x"], vec![]).is_some());
-        assert!(verdict("ReduceMin", 18, &[vi("x", F32, &[2, 3])], vec![], &["x"], vec![]).is_some());
-        assert_eq!(verdict("ReduceMax", 18, &[vi("x", 7, &[2, 3])], vec![], &["x"], vec![]), None);
-        assert!(verdict("ReduceMax", 18, &[vi("x", 10, &[2, 3])], vec![], &["x"], vec![]).is_some());
+        assert!(verdict(one_node("ReduceMax", 18, &[vi("x", F32, &[2, 3])], vec![], &["x"], vec![])).is_some());
+        assert!(verdict(one_node("ReduceMin", 18, &[vi("x", F32, &[2, 3])], vec![], &["x"], vec![])).is_some());
+        assert_eq!(verdict(one_node("ReduceMax", 18, &[vi("x", 7, &[2, 3])], vec![], &["x"], vec![])), None);
+        assert!(verdict(one_node("ReduceMax", 18, &[vi("x", 10, &[2, 3])], vec![], &["x"], vec![])).is_some());
     }
 
     #[test]
     fn semantics_maxpool_ceil_window_in_padding_is_refused() {
         let pool = |size: i64, stride: i64, ceil: i64| {
-            verdict(
+            verdict(one_node(
                 "MaxPool",
                 22,
                 &[vi("x", F32, &[1, 1, size, size])],
@@ -358,7 +366,7 @@ mod tests {
                     attr("strides", Attr::Is(vec![stride, stride])),
                     attr("ceil_mode", Attr::I(ceil)),
                 ],
-            )
+            ))
         };
         // 2 wide, kernel 1, stride 2: ceil gives windows at 0 and 2; the one at 2 lies past the input.
         assert!(pool(2, 2, 1).is_some());
@@ -372,7 +380,7 @@ mod tests {
         let x = [vi("x", F32, &[1, 1, 4, 4])];
         let scales = |s: f32| vec![init::<f32>("scales", &[1.0, 1.0, s, s])];
         let ins = ["x", "", "scales"];
-        let r = |s: f32, attrs| verdict("Resize", 19, &x, scales(s), &ins, attrs);
+        let r = |s: f32, attrs| verdict(one_node("Resize", 19, &x, scales(s), &ins, attrs));
         assert!(r(0.5, vec![attr("antialias", Attr::I(1)), attr("mode", Attr::S("linear"))]).is_some());
         assert!(r(2.0, vec![attr("keep_aspect_ratio_policy", Attr::S("not_larger"))]).is_some());
         assert!(r(2.0, vec![attr("mode", Attr::S("cubic")), attr("exclude_outside", Attr::I(1))]).is_some());
@@ -386,14 +394,22 @@ mod tests {
     #[test]
     fn semantics_tile_needs_constant_repeats_and_lstm_no_peepholes() {
         let x = vi("x", F32, &[2, 3]);
-        assert!(verdict("Tile", 13, &[x.clone(), vi("r", 7, &[2])], vec![], &["x", "r"], vec![]).is_some());
+        assert!(verdict(one_node("Tile", 13, &[x.clone(), vi("r", 7, &[2])], vec![], &["x", "r"], vec![])).is_some());
         assert_eq!(
-            verdict("Tile", 13, std::slice::from_ref(&x), vec![init::<i64>("r", &[2, 1])], &["x", "r"], vec![]),
+            verdict(one_node(
+                "Tile",
+                13,
+                std::slice::from_ref(&x),
+                vec![init::<i64>("r", &[2, 1])],
+                &["x", "r"],
+                vec![]
+            )),
             None
         );
         assert!(
-            verdict("TopK", 11, std::slice::from_ref(&x), vec![init::<i64>("k", &[1])], &["x", "k"], vec![]).is_some()
+            verdict(one_node("TopK", 11, std::slice::from_ref(&x), vec![init::<i64>("k", &[1])], &["x", "k"], vec![]))
+                .is_some()
         );
-        assert_eq!(verdict("Relu", 14, &[x], vec![], &["x"], vec![]), None);
+        assert_eq!(verdict(one_node("Relu", 14, &[x], vec![], &["x"], vec![])), None);
     }
 }

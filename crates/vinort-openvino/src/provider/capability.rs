@@ -164,4 +164,28 @@ mod tests {
         let prefixes: Vec<&str> = layers().iter().map(|l| l.prefix).collect();
         assert_eq!(prefixes, ["", "semantics: ", "slow path: ", "rule: ", "probe: "]);
     }
+
+    #[test]
+    fn capability_real_layers_answer_in_order_and_probe_last() {
+        use crate::semantics::tests::{one_node, vi};
+        let ask = |m: &Model, probe: &dyn Fn(NodeIndex) -> probe::Verdict| {
+            decide(&layers(), &Query { model: m, ix: m.graph.topo_order()[0], device: "CPU", probe })
+        };
+        let not_asked = |_| -> probe::Verdict { panic!("probed although an earlier layer answered") };
+        let (f32_x, string_x) = (vi("x", 1, &[2]), vi("x", 8, &[2]));
+
+        let why = ask(&one_node("Identity", 13, &[string_x], vec![], &["x"], vec![]), &not_asked);
+        assert!(why.as_deref().is_some_and(|w| w.contains("which vinort does not exchange with OpenVINO")), "{why:?}");
+        let k = vinort_ir::tensor_proto::tensor_to_proto("k", &vinort_ir::Tensor::from_slice(&[1], &[1i64]).unwrap());
+        let topk = one_node("TopK", 11, std::slice::from_ref(&f32_x), vec![k], &["x", "k"], vec![]);
+        let why = ask(&topk, &not_asked);
+        assert!(why.as_deref().is_some_and(|w| w.starts_with("semantics: OpenVINO")), "{why:?}");
+        let relu = one_node("Relu", 14, std::slice::from_ref(&f32_x), vec![], &["x"], vec![]);
+        assert_eq!(ask(&relu, &not_asked), None, "the table claims a measured op without a probe");
+
+        let unmeasured = one_node("NotMeasured", 14, &[f32_x], vec![], &["x"], vec![]);
+        let refused = |_| probe::Verdict::Refused("no conversion rule".into());
+        assert_eq!(ask(&unmeasured, &refused), Some("probe: no conversion rule".into()));
+        assert_eq!(ask(&unmeasured, &|_| probe::Verdict::Ok), None);
+    }
 }
