@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use vinort::openvino::Precision;
-use vinort::testcase::{CaseOutcome, Status, TestCase, Tolerance, discover, run_case};
+use vinort_tools::testcase::{CaseOutcome, Status, TestCase, Tolerance, discover, run_case};
 use vinort::{Cpu, OpenVino, Provider};
 
 const LISTS: [&str; 2] = ["cpu", "openvino-fp32,cpu"];

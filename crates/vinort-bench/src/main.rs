@@ -23,7 +23,7 @@ pub use measure::Measurement;
 
 // Counts heap allocations, for the per-inference counts of vinort's runs.
 #[global_allocator]
-static ALLOCATOR: vinort::ir::alloc_count::Counting = vinort::ir::alloc_count::Counting;
+static ALLOCATOR: vinort_tools::alloc_count::Counting = vinort_tools::alloc_count::Counting;
 
 /// Every runtime the harness knows, by the name used on the command line and in the tables.
 pub const RUNTIMES: &[(&str, &str)] = &[

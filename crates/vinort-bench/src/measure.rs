@@ -176,8 +176,8 @@ pub fn inputs(model_dir: &Path) -> Result<Vec<(String, Tensor)>> {
     for (i, v) in g.inputs().iter().filter(|v| g.initializer(**v).is_none()).enumerate() {
         let info = g.value(*v);
         let path = model_dir.join("test_data_set_0").join(format!("input_{i}.pb"));
-        let value =
-            vinort::testcase::read_value(&path, &info.ty).with_context(|| format!("reading {}", path.display()))?;
+        let value = vinort_tools::testcase::read_value(&path, &info.ty)
+            .with_context(|| format!("reading {}", path.display()))?;
         match value {
             Value::Tensor(t) => out.push((info.name.clone(), t)),
             _ => bail!("input {} is not a tensor", info.name),
@@ -282,10 +282,10 @@ fn vinort_run(
     // Dropping the outputs is part of a run, as it is for ONNX Runtime's.
     let run = || session.run(feeds.iter().map(|(n, t)| (n.as_str(), t))).map(drop).map_err(Into::into);
     let first_ms = first_then_warm(warmup, run)?;
-    let (heap0, tensors0) = (vinort::ir::alloc_count::snapshot(), vinort::ir::stats::snapshot());
+    let (heap0, tensors0) = (vinort_tools::alloc_count::snapshot(), vinort::ir::stats::snapshot());
     let latencies_ms = time_runs(runs, run)?;
     let (heap, tensors) =
-        (vinort::ir::alloc_count::snapshot().since(&heap0), vinort::ir::stats::snapshot().since(&tensors0));
+        (vinort_tools::alloc_count::snapshot().since(&heap0), vinort::ir::stats::snapshot().since(&tensors0));
     // The timed loop allocates nothing of its own (`latencies_ms` has its capacity), so the
     // counts are the inferences'.
     let n = runs as f64;

@@ -12,7 +12,7 @@ use vinort::{DType, Dim, Provider, Runtime, Session, Tensor, Value};
 
 // Counts heap allocations for `vinort perf`: two relaxed atomic adds per allocation.
 #[global_allocator]
-static ALLOCATOR: vinort::ir::alloc_count::Counting = vinort::ir::alloc_count::Counting;
+static ALLOCATOR: vinort_tools::alloc_count::Counting = vinort_tools::alloc_count::Counting;
 
 #[derive(Parser)]
 #[command(name = "vinort", version, about = "Run ONNX models through OpenVINO and Rust CPU kernels")]
@@ -296,18 +296,18 @@ fn main() -> Result<()> {
         Cmd::Test { dirs, providers: list, options, strict, rtol, atol } => {
             // One provider list for every case: a typo is one error, and OpenVINO starts once.
             let list = providers(&list, &options, strict)?;
-            let cases = vinort::testcase::discover(&dirs)?;
-            let tol = vinort::testcase::Tolerance { rtol, atol };
+            let cases = vinort_tools::testcase::discover(&dirs)?;
+            let tol = vinort_tools::testcase::Tolerance { rtol, atol };
             let mut outcomes = Vec::with_capacity(cases.len());
             for case in &cases {
-                let o = vinort::testcase::run_case(case, || list.clone(), tol);
-                println!("{}", vinort::testcase::format_line(&o));
+                let o = vinort_tools::testcase::run_case(case, || list.clone(), tol);
+                println!("{}", vinort_tools::testcase::format_line(&o));
                 outcomes.push(o);
             }
-            println!("{}", vinort::testcase::summary_line(&outcomes));
-            let failed = outcomes
-                .iter()
-                .any(|o| matches!(o.status, vinort::testcase::Status::Fail(_) | vinort::testcase::Status::Error(_)));
+            println!("{}", vinort_tools::testcase::summary_line(&outcomes));
+            let failed = outcomes.iter().any(|o| {
+                matches!(o.status, vinort_tools::testcase::Status::Fail(_) | vinort_tools::testcase::Status::Error(_))
+            });
             if failed {
                 std::process::exit(1);
             }

@@ -23,7 +23,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use vinort::ir::stats;
 use vinort::{Dim, Session, Value};
 
-use vinort::ir::alloc_count::{self, HeapCounts};
+use vinort_tools::alloc_count::{self, HeapCounts};
 
 /// How long the measured phase runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -210,7 +210,7 @@ fn make_inputs(session: &Session, data_set: Option<&Path>, a: &PerfArgs) -> Resu
         for (k, info) in session.inputs().iter().enumerate() {
             let p = dir.join(format!("input_{k}.pb"));
             if p.is_file() && !given.iter().any(|(n, ..)| *n == info.name) {
-                let v = vinort::testcase::read_value(&p, &info.ty)?;
+                let v = vinort_tools::testcase::read_value(&p, &info.ty)?;
                 given.push((info.name.clone(), v, format!("from {}", p.display())));
             }
         }
