@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use vinort::ir::tensor_proto::decode_tensor;
 use vinort::openvino::Precision;
-use vinort::{Cpu, OpenVino, Provider, Runtime, Session, Tensor};
+use vinort::{OpenVino, Provider, Runtime, Session, Tensor};
+use vinort_tools::providers::ProviderList;
 
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -55,12 +55,7 @@ pub fn ov_cpu() -> OpenVino {
 
 /// `test_data_set_0/input_<i>.pb` of a model folder, with the graph input names.
 pub fn inputs(dir: &Path) -> Vec<(String, Tensor)> {
-    let data = dir.join("test_data_set_0");
-    (0..)
-        .map(|i| data.join(format!("input_{i}.pb")))
-        .take_while(|p| p.exists())
-        .map(|p| decode_tensor(std::fs::read(&p).expect("readable input").into()).expect("valid TensorProto"))
-        .collect()
+    vinort_tools::testcase::read_tensors(&dir.join("test_data_set_0"), "input").unwrap_or_else(|e| panic!("{e}"))
 }
 
 pub fn session(model_dir: &Path, providers: Vec<Provider>) -> Session {
@@ -72,15 +67,18 @@ pub fn session(model_dir: &Path, providers: Vec<Provider>) -> Session {
 }
 
 /// Makes a fresh provider list (providers are consumed by a session).
-pub type ProviderList = fn() -> Vec<Provider>;
+pub type MakeProviders = fn() -> Vec<Provider>;
+
+/// `list` (`openvino,cpu`, `cpu`) with OpenVINO as `openvino`, which must start.
+pub fn providers(list: &str, openvino: &OpenVino) -> Vec<Provider> {
+    list.parse::<ProviderList>().expect("a valid provider list").providers(openvino, true)
+}
 
 /// The three provider lists every latency bench compares.
-pub fn provider_lists() -> Vec<(&'static str, ProviderList)> {
+pub fn provider_lists() -> Vec<(&'static str, MakeProviders)> {
     vec![
-        ("openvino-fp32+cpu", || vec![ov_cpu().precision(Precision::Fp32).error_on_failure(), Cpu::default().into()]),
-        ("openvino-default+cpu", || {
-            vec![ov_cpu().precision(Precision::Default).error_on_failure(), Cpu::default().into()]
-        }),
-        ("cpu", || vec![Cpu::default().into()]),
+        ("openvino-fp32+cpu", || providers("openvino,cpu", &ov_cpu().precision(Precision::Fp32))),
+        ("openvino-default+cpu", || providers("openvino,cpu", &ov_cpu().precision(Precision::Default))),
+        ("cpu", || providers("cpu", &OpenVino::cpu())),
     ]
 }

@@ -130,8 +130,8 @@ pub fn ort(
         drop(out);
         Ok(())
     };
-    let first_ms = crate::measure::first_then_warm(warmup, || run(&mut session))?;
-    let latencies_ms = crate::measure::time_runs(runs, || run(&mut session))?;
+    let first_ms = vinort_tools::stats::first_then_warm(warmup, || run(&mut session))?;
+    let latencies_ms = vinort_tools::stats::time_runs(runs, || run(&mut session))?;
     let note = format!(
         "{} ({}), {threads} intra-op threads",
         lib.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),

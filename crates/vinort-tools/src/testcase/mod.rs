@@ -39,7 +39,7 @@ use vinort_ir::{Graph, Node, Tensor, Value, ValueId, ValueType};
 pub use compare::{
     ElementMismatch, Mismatch, MismatchKind, RangeMismatch, Tolerance, compare, compare_shape_and_dtype,
 };
-pub use read::{CaseError, read_value};
+pub use read::{CaseError, read_tensor, read_tensors, read_value};
 
 use vinort::{Error, Provider, Runtime, Session};
 
