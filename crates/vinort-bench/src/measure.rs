@@ -81,27 +81,27 @@ pub fn inputs(model_dir: &Path) -> Result<Vec<(String, Tensor)>> {
     Ok(out)
 }
 
+/// How each runtime is measured (the same for every runtime of a table).
+#[derive(Debug, Clone, Copy)]
+pub struct Plan<'a> {
+    /// Timed runs.
+    pub runs: usize,
+    /// Untimed runs after the first.
+    pub warmup: usize,
+    /// Threads of every runtime (intra-op threads, INFERENCE_NUM_THREADS, rayon).
+    pub threads: usize,
+    /// A model cache folder: a second session is created with it warm and timed.
+    pub cache_dir: Option<&'a Path>,
+}
+
 /// Measures `runtime` on the model in `model_dir`.
-pub fn measure(
-    runtime: &str,
-    model_dir: &Path,
-    runs: usize,
-    warmup: usize,
-    threads: usize,
-    cache_dir: Option<&Path>,
-) -> Result<Measurement> {
+pub fn measure(runtime: &str, model_dir: &Path, plan: Plan<'_>) -> Result<Measurement> {
     let feeds = inputs(model_dir)?;
     let model_path = model_dir.join("model.onnx");
     let mut m = match runtime {
-        "vinort-ov-f32" | "vinort-ov" | "vinort-cpu" => {
-            vinort_run(runtime, &model_path, &feeds, runs, warmup, threads, cache_dir)?
-        }
-        "openvino-f32" | "openvino" => {
-            native_openvino(runtime == "openvino-f32", &model_path, &feeds, runs, warmup, threads, cache_dir)?
-        }
-        "ort-cpu" | "ort-ovep" => {
-            crate::anchors::ort(runtime == "ort-ovep", &model_path, &feeds, runs, warmup, threads, cache_dir)?
-        }
+        "vinort-ov-f32" | "vinort-ov" | "vinort-cpu" => vinort_run(runtime, &model_path, &feeds, plan)?,
+        "openvino-f32" | "openvino" => native_openvino(runtime == "openvino-f32", &model_path, &feeds, plan)?,
+        "ort-cpu" | "ort-ovep" => crate::anchors::ort(runtime == "ort-ovep", &model_path, &feeds, plan)?,
         other => bail!("unknown runtime {other}"),
     };
     m.runtime = runtime.into();
@@ -121,15 +121,8 @@ fn vinort_providers(runtime: &str, threads: usize, cache_dir: Option<&Path>) -> 
     Ok(list.providers(&ov, true))
 }
 
-fn vinort_run(
-    runtime: &str,
-    model: &Path,
-    feeds: &[(String, Tensor)],
-    runs: usize,
-    warmup: usize,
-    threads: usize,
-    cache_dir: Option<&Path>,
-) -> Result<Measurement> {
+fn vinort_run(runtime: &str, model: &Path, feeds: &[(String, Tensor)], plan: Plan<'_>) -> Result<Measurement> {
+    let Plan { runs, warmup, threads, cache_dir } = plan;
     // The Cpu provider's kernels use rayon's global pool: size it like the other runtimes.
     rayon_threads(threads);
     let t0 = Instant::now();
@@ -255,11 +248,9 @@ fn native_openvino(
     f32_precision: bool,
     model: &Path,
     feeds: &[(String, Tensor)],
-    runs: usize,
-    warmup: usize,
-    threads: usize,
-    cache_dir: Option<&Path>,
+    plan: Plan<'_>,
 ) -> Result<Measurement> {
+    let Plan { runs, warmup, threads, cache_dir } = plan;
     let mut n = NativeOv::new(f32_precision, model, feeds, threads, cache_dir)?;
     let first_ms = first_then_warm(warmup, || n.infer())?;
     let latencies_ms = time_runs(runs, || n.infer())?;

@@ -48,6 +48,9 @@ enum Cmd {
         seed: u64,
     },
     /// Print the partition plan: which provider runs which nodes and why nodes were refused.
+    // The shorter help these subcommands have always shown.
+    #[command(mut_arg("providers", |a| a.help("Providers in priority order, comma separated")))]
+    #[command(mut_arg("options", |a| a.help("OpenVINO options as \"key|value key|value\"")))]
     Partition {
         /// The model file.
         model: PathBuf,
@@ -61,6 +64,9 @@ enum Cmd {
     Devices,
     /// Run ONNX test-case folders (model.onnx + test_data_set_N/input_K.pb, output_K.pb), like
     /// onnx_test_runner: one line per case, then "N passed, M failed".
+    // The shorter help these subcommands have always shown.
+    #[command(mut_arg("providers", |a| a.help("Providers in priority order, comma separated")))]
+    #[command(mut_arg("options", |a| a.help("OpenVINO options as \"key|value key|value\"")))]
     Test {
         /// Case folders, or folders of case folders.
         #[arg(required = true)]
