@@ -39,13 +39,14 @@ pub fn ov_cpu() -> OpenVino {
         if let Some(p) = std::env::var_os("VINORT_OPENVINO_LIB") {
             return Some(PathBuf::from(p));
         }
-        let out = Command::new(repo().join("scripts/py-env")).current_dir(repo()).output().ok()?;
-        let python = String::from_utf8_lossy(&out.stdout).lines().last()?.trim().to_owned();
-        let libs = Command::new(python)
-            .args(["-c", "import openvino, os; print(os.path.join(os.path.dirname(openvino.__file__), 'libs'))"])
+        // The lookup the scripts use (scripts/lib.sh): one place knows where the wheel keeps it.
+        let out = Command::new("bash")
+            .args(["-c", "source scripts/lib.sh && use_private_openvino && echo \"$VINORT_OPENVINO_LIB\""])
+            .current_dir(repo())
             .output()
             .ok()?;
-        Some(PathBuf::from(String::from_utf8_lossy(&libs.stdout).trim()))
+        let libs = String::from_utf8_lossy(&out.stdout).lines().last()?.trim().to_owned();
+        (out.status.success() && !libs.is_empty()).then(|| PathBuf::from(libs))
     });
     match lib {
         Some(p) => OpenVino::cpu().library_path(p),
