@@ -5,53 +5,32 @@
 //! `cargo bench --bench openvino` (needs OpenVINO; `scripts/test` or `scripts/py-env` installs it).
 
 use std::num::NonZeroU32;
-use std::path::Path;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 mod common;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use vinort::ir::tensor_proto::decode_tensor;
 use vinort::openvino::Precision;
-use vinort::{Cpu, Provider, Runtime, Session, Tensor};
+use vinort::{Provider, Session, Tensor};
 
-fn sample_models() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models")
+fn sample_model(name: &str) -> PathBuf {
+    common::repo().join("models").join(name)
 }
 
 fn sample_inputs(name: &str) -> Vec<(String, Tensor)> {
-    let dir = sample_models().join(name).join("test_data_set_0");
-    (0..)
-        .map(|i| dir.join(format!("input_{i}.pb")))
-        .take_while(|p| p.exists())
-        .map(|p| decode_tensor(std::fs::read(&p).expect("readable input").into()).expect("valid TensorProto"))
-        .collect()
+    common::inputs(&sample_model(name))
 }
 
 fn sample_session(name: &str, providers: Vec<Provider>) -> Session {
-    Runtime::load(sample_models().join(name).join("model.onnx"))
-        .expect("model loads")
-        .providers(providers)
-        .build()
-        .expect("session builds")
+    common::session(&sample_model(name), providers)
 }
 
 fn latency(c: &mut Criterion) {
     for name in ["mobilenetv2_tiny", "bert_tiny", "partition_cnn"] {
         let feeds = sample_inputs(name);
-        let lists: [(&str, Vec<Provider>); 3] = [
-            (
-                "openvino-fp32+cpu",
-                vec![common::ov_cpu().precision(Precision::Fp32).error_on_failure(), Cpu::default().into()],
-            ),
-            (
-                "openvino-default+cpu",
-                vec![common::ov_cpu().precision(Precision::Default).error_on_failure(), Cpu::default().into()],
-            ),
-            ("cpu", vec![Cpu::default().into()]),
-        ];
-        for (label, providers) in lists {
-            let s = sample_session(name, providers);
+        for (label, providers) in common::provider_lists() {
+            let s = sample_session(name, providers());
             c.bench_function(&format!("{name}/{label}"), |b| {
                 b.iter(|| s.run(feeds.iter().map(|(n, t)| (n.as_str(), t))).expect("run succeeds"))
             });
@@ -63,7 +42,7 @@ fn streams(c: &mut Criterion) {
     let feeds = sample_inputs("mobilenetv2_tiny");
     for n in [1u32, 2] {
         let ov = common::ov_cpu().precision(Precision::Fp32).num_streams(NonZeroU32::new(n).expect("non-zero"));
-        let s = sample_session("mobilenetv2_tiny", vec![ov.error_on_failure(), Cpu::default().into()]);
+        let s = sample_session("mobilenetv2_tiny", common::providers("openvino,cpu", &ov));
         c.bench_function(&format!("mobilenetv2_tiny/2-threads/num_streams={n}"), |b| {
             b.iter_custom(|iters| {
                 // Two threads share the iterations; elapsed time per pair of runs is what two

@@ -13,16 +13,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use vinort::openvino::Precision;
-use vinort::testcase::{CaseOutcome, Status, TestCase, Tolerance, discover, run_case};
-use vinort::{Cpu, OpenVino, Provider};
+use vinort::{OpenVino, Provider};
+use vinort_tools::providers::ProviderList;
+use vinort_tools::testcase::{CaseOutcome, Status, TestCase, Tolerance, discover, run_case};
 
 const LISTS: [&str; 2] = ["cpu", "openvino-fp32,cpu"];
 
+/// A `LISTS` entry's providers: `openvino-fp32` is OpenVINO on the CPU at FP32, which must start.
 fn providers(list: &str) -> Vec<Provider> {
-    match list {
-        "cpu" => vec![Cpu::default().into()],
-        _ => vec![OpenVino::cpu().precision(Precision::Fp32).error_on_failure(), Cpu::default().into()],
-    }
+    let parsed: ProviderList = list.replace("openvino-fp32", "openvino").parse().expect("a LISTS entry");
+    parsed.providers(&OpenVino::cpu().precision(Precision::Fp32), true)
 }
 
 fn node_dir() -> PathBuf {

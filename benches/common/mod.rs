@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use vinort::ir::tensor_proto::decode_tensor;
 use vinort::openvino::Precision;
-use vinort::{Cpu, OpenVino, Provider, Runtime, Session, Tensor};
+use vinort::{OpenVino, Provider, Runtime, Session, Tensor};
+use vinort_tools::providers::ProviderList;
 
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -39,13 +39,14 @@ pub fn ov_cpu() -> OpenVino {
         if let Some(p) = std::env::var_os("VINORT_OPENVINO_LIB") {
             return Some(PathBuf::from(p));
         }
-        let out = Command::new(repo().join("scripts/py-env")).current_dir(repo()).output().ok()?;
-        let python = String::from_utf8_lossy(&out.stdout).lines().last()?.trim().to_owned();
-        let libs = Command::new(python)
-            .args(["-c", "import openvino, os; print(os.path.join(os.path.dirname(openvino.__file__), 'libs'))"])
+        // The lookup the scripts use (scripts/lib.sh): one place knows where the wheel keeps it.
+        let out = Command::new("bash")
+            .args(["-c", "source scripts/lib.sh && use_private_openvino && echo \"$VINORT_OPENVINO_LIB\""])
+            .current_dir(repo())
             .output()
             .ok()?;
-        Some(PathBuf::from(String::from_utf8_lossy(&libs.stdout).trim()))
+        let libs = String::from_utf8_lossy(&out.stdout).lines().last()?.trim().to_owned();
+        (out.status.success() && !libs.is_empty()).then(|| PathBuf::from(libs))
     });
     match lib {
         Some(p) => OpenVino::cpu().library_path(p),
@@ -55,12 +56,7 @@ pub fn ov_cpu() -> OpenVino {
 
 /// `test_data_set_0/input_<i>.pb` of a model folder, with the graph input names.
 pub fn inputs(dir: &Path) -> Vec<(String, Tensor)> {
-    let data = dir.join("test_data_set_0");
-    (0..)
-        .map(|i| data.join(format!("input_{i}.pb")))
-        .take_while(|p| p.exists())
-        .map(|p| decode_tensor(std::fs::read(&p).expect("readable input").into()).expect("valid TensorProto"))
-        .collect()
+    vinort_tools::testcase::read_tensors(&dir.join("test_data_set_0"), "input").unwrap_or_else(|e| panic!("{e}"))
 }
 
 pub fn session(model_dir: &Path, providers: Vec<Provider>) -> Session {
@@ -72,15 +68,18 @@ pub fn session(model_dir: &Path, providers: Vec<Provider>) -> Session {
 }
 
 /// Makes a fresh provider list (providers are consumed by a session).
-pub type ProviderList = fn() -> Vec<Provider>;
+pub type MakeProviders = fn() -> Vec<Provider>;
+
+/// `list` (`openvino,cpu`, `cpu`) with OpenVINO as `openvino`, which must start.
+pub fn providers(list: &str, openvino: &OpenVino) -> Vec<Provider> {
+    list.parse::<ProviderList>().expect("a valid provider list").providers(openvino, true)
+}
 
 /// The three provider lists every latency bench compares.
-pub fn provider_lists() -> Vec<(&'static str, ProviderList)> {
+pub fn provider_lists() -> Vec<(&'static str, MakeProviders)> {
     vec![
-        ("openvino-fp32+cpu", || vec![ov_cpu().precision(Precision::Fp32).error_on_failure(), Cpu::default().into()]),
-        ("openvino-default+cpu", || {
-            vec![ov_cpu().precision(Precision::Default).error_on_failure(), Cpu::default().into()]
-        }),
-        ("cpu", || vec![Cpu::default().into()]),
+        ("openvino-fp32+cpu", || providers("openvino,cpu", &ov_cpu().precision(Precision::Fp32))),
+        ("openvino-default+cpu", || providers("openvino,cpu", &ov_cpu().precision(Precision::Default))),
+        ("cpu", || providers("cpu", &OpenVino::cpu())),
     ]
 }

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use prost::Message;
 use vinort::ir::proto::onnx;
-use vinort::ir::tensor_proto::decode_tensor;
 use vinort::{Tensor, Value};
 
 pub fn repo() -> PathBuf {
@@ -19,16 +18,7 @@ pub fn model_dir(name: &str) -> PathBuf {
 
 /// `(name, tensor)` pairs of a test_data_set folder's `input_K.pb` or `output_K.pb` files.
 pub fn read_pbs(dir: &Path, prefix: &str) -> Vec<(String, Tensor)> {
-    let mut v = vec![];
-    for i in 0.. {
-        let p = dir.join(format!("{prefix}_{i}.pb"));
-        if !p.exists() {
-            break;
-        }
-        let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        v.push(decode_tensor(bytes.into()).unwrap_or_else(|e| panic!("{}: {e}", p.display())));
-    }
-    v
+    vinort_tools::testcase::read_tensors(dir, prefix).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Asserts `got` matches `want` elementwise: |got - want| <= atol + rtol * |want|.

@@ -12,6 +12,7 @@ use anyhow::Result;
 use vinort::Tensor;
 
 use crate::Measurement;
+use crate::measure::Plan;
 
 /// Where the ONNX Runtime library of this runtime is, or every place tried.
 #[cfg_attr(not(feature = "anchors"), allow(dead_code))]
@@ -50,28 +51,13 @@ pub fn library(ovep: bool) -> std::result::Result<PathBuf, String> {
 }
 
 #[cfg(not(feature = "anchors"))]
-pub fn ort(
-    _ovep: bool,
-    _model: &Path,
-    _feeds: &[(String, Tensor)],
-    _runs: usize,
-    _warmup: usize,
-    _threads: usize,
-    _cache_dir: Option<&Path>,
-) -> Result<Measurement> {
+pub fn ort(_ovep: bool, _model: &Path, _feeds: &[(String, Tensor)], _plan: Plan<'_>) -> Result<Measurement> {
     anyhow::bail!("this vinort-bench was built without ONNX Runtime: rebuild with --features anchors")
 }
 
 #[cfg(feature = "anchors")]
-pub fn ort(
-    ovep: bool,
-    model: &Path,
-    feeds: &[(String, Tensor)],
-    runs: usize,
-    warmup: usize,
-    threads: usize,
-    cache_dir: Option<&Path>,
-) -> Result<Measurement> {
+pub fn ort(ovep: bool, model: &Path, feeds: &[(String, Tensor)], plan: Plan<'_>) -> Result<Measurement> {
+    let Plan { runs, warmup, threads, cache_dir } = plan;
     use std::time::Instant;
 
     use anyhow::{Context, anyhow, bail};
@@ -130,8 +116,8 @@ pub fn ort(
         drop(out);
         Ok(())
     };
-    let first_ms = crate::measure::first_then_warm(warmup, || run(&mut session))?;
-    let latencies_ms = crate::measure::time_runs(runs, || run(&mut session))?;
+    let first_ms = vinort_tools::stats::first_then_warm(warmup, || run(&mut session))?;
+    let latencies_ms = vinort_tools::stats::time_runs(runs, || run(&mut session))?;
     let note = format!(
         "{} ({}), {threads} intra-op threads",
         lib.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),

@@ -23,7 +23,7 @@ pub use measure::Measurement;
 
 // Counts heap allocations, for the per-inference counts of vinort's runs.
 #[global_allocator]
-static ALLOCATOR: vinort::ir::alloc_count::Counting = vinort::ir::alloc_count::Counting;
+static ALLOCATOR: vinort_tools::alloc_count::Counting = vinort_tools::alloc_count::Counting;
 
 /// Every runtime the harness knows, by the name used on the command line and in the tables.
 pub const RUNTIMES: &[(&str, &str)] = &[
@@ -50,15 +50,8 @@ enum Command {
         /// One of: vinort-ov-f32, vinort-ov, vinort-cpu, openvino-f32, openvino, ort-cpu, ort-ovep.
         #[arg(long)]
         runtime: String,
-        /// Measured runs after warm-up.
-        #[arg(long, default_value_t = 30)]
-        runs: usize,
-        /// Warm-up runs.
-        #[arg(long, default_value_t = 5)]
-        warmup: usize,
-        /// Threads for every runtime (intra-op threads, INFERENCE_NUM_THREADS, rayon).
-        #[arg(long, default_value_t = 2)]
-        threads: usize,
+        #[command(flatten)]
+        timing: Timing,
         /// Also create a second session with this model cache folder warm (vinort-ov*, openvino*,
         /// ort-ovep): the first session fills it, the second is timed.
         #[arg(long)]
@@ -82,12 +75,8 @@ enum Command {
     },
     /// Measure every runtime on every model, one child process each, and write the tables.
     Table {
-        #[arg(long, default_value_t = 30)]
-        runs: usize,
-        #[arg(long, default_value_t = 5)]
-        warmup: usize,
-        #[arg(long, default_value_t = 2)]
-        threads: usize,
+        #[command(flatten)]
+        timing: Timing,
         /// Alternating vinort/native OpenVINO pairs per precision and whole-compiled model
         /// (`vinort-bench pair`; 0 skips them).
         #[arg(long, default_value_t = 200)]
@@ -108,17 +97,35 @@ enum Command {
     },
 }
 
+/// How each runtime is measured, for `measure` and `table`.
+#[derive(clap::Args)]
+struct Timing {
+    /// Measured runs after warm-up.
+    #[arg(long, default_value_t = 30)]
+    runs: usize,
+    /// Warm-up runs.
+    #[arg(long, default_value_t = 5)]
+    warmup: usize,
+    /// Threads for every runtime (intra-op threads, INFERENCE_NUM_THREADS, rayon).
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+}
+
 fn main() -> Result<()> {
     match Cli::parse().command {
-        Command::Measure { runtime, runs, warmup, threads, cache_dir, model } => {
+        Command::Measure { runtime, timing: Timing { runs, warmup, threads }, cache_dir, model } => {
             if !RUNTIMES.iter().any(|(n, _)| *n == runtime) {
                 bail!("unknown runtime '{runtime}'; known: {}", names().join(", "));
             }
             if runs == 0 {
                 bail!("--runs must be at least 1");
             }
-            let m = measure::measure(&runtime, &model, runs, warmup, threads, cache_dir.as_deref())
-                .with_context(|| format!("{runtime} on {}", model.display()))?;
+            let m = measure::measure(
+                &runtime,
+                &model,
+                measure::Plan { runs, warmup, threads, cache_dir: cache_dir.as_deref() },
+            )
+            .with_context(|| format!("{runtime} on {}", model.display()))?;
             println!("{}", m.to_json());
             Ok(())
         }
@@ -136,7 +143,7 @@ fn main() -> Result<()> {
             println!("{}", p.to_json());
             Ok(())
         }
-        Command::Table { runs, warmup, threads, pairs, rounds, runtimes, out, command, models } => {
+        Command::Table { timing: Timing { runs, warmup, threads }, pairs, rounds, runtimes, out, command, models } => {
             if models.is_empty() {
                 bail!("give at least one model folder");
             }

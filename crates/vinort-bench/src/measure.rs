@@ -1,15 +1,19 @@
 //! One runtime on one model, in this process.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
+use serde::{Deserialize, Serialize};
 use vinort::openvino::Precision;
-use vinort::{Cpu, OpenVino, Provider, Runtime, Tensor, Value};
+use vinort::{OpenVino, Provider, Runtime, Tensor, Value};
 use vinort_openvino::ffi;
+use vinort_tools::providers::ProviderList;
+use vinort_tools::stats::percentile;
+use vinort_tools::stats::{first_then_warm, ms, time_runs};
 
 /// What one measurement found.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Measurement {
     /// The runtime's name (see [`crate::RUNTIMES`]).
     pub runtime: String,
@@ -30,7 +34,7 @@ pub struct Measurement {
 }
 
 /// What one steady-state inference allocated and copied (vinort's counters).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct PerRun {
     /// Rust heap allocations (OpenVINO's own C++ allocations are not seen).
     pub heap_allocs: f64,
@@ -50,122 +54,13 @@ impl Measurement {
 
     /// One JSON object on one line.
     pub fn to_json(&self) -> String {
-        let lat: Vec<String> = self.latencies_ms.iter().map(|v| format!("{v:.4}")).collect();
-        format!(
-            "{{\"runtime\":{},\"model\":{},\"session_ms\":{:.3},\"session_warm_ms\":{},\"first_ms\":{:.4},\"median_ms\":{:.4},\"latencies_ms\":[{}],\"per_run\":{},\"note\":{}}}",
-            json_str(&self.runtime),
-            json_str(&self.model),
-            self.session_ms,
-            self.session_warm_ms.map_or("null".into(), |v| format!("{v:.3}")),
-            self.first_ms,
-            self.median(),
-            lat.join(","),
-            self.per_run.map_or("null".into(), |p| format!(
-                "[{:.3},{:.3},{:.3},{:.3}]",
-                p.heap_allocs, p.tensor_buffers, p.tensor_reuses, p.tensor_copies
-            )),
-            json_str(&self.note)
-        )
+        serde_json::to_string(self).unwrap_or_default()
     }
 
-    /// Parses what [`Measurement::to_json`] wrote (the harness's own format, nothing more).
+    /// Parses what [`Measurement::to_json`] wrote.
     pub fn from_json(line: &str) -> Result<Measurement> {
-        let field = |key: &str| -> Result<&str> {
-            let tag = format!("\"{key}\":");
-            let start = line.find(&tag).ok_or_else(|| anyhow!("no field {key} in {line}"))? + tag.len();
-            let rest = &line[start..];
-            let end = if rest.starts_with('[') {
-                rest.find(']').map(|e| e + 1)
-            } else if rest.starts_with('"') {
-                let mut escaped = false;
-                rest.char_indices().skip(1).find_map(|(i, c)| {
-                    let end = c == '"' && !escaped;
-                    escaped = c == '\\' && !escaped;
-                    end.then_some(i + 1)
-                })
-            } else {
-                rest.find([',', '}'])
-            };
-            Ok(&rest[..end.ok_or_else(|| anyhow!("unterminated field {key}"))?])
-        };
-        let num = |key: &str| -> Result<f64> { field(key)?.parse::<f64>().with_context(|| format!("field {key}")) };
-        let unquote = |s: &str| {
-            // Exactly one quote each side, then the escapes `json_str` writes, left to right.
-            let inner = s.strip_prefix('"').and_then(|s| s.strip_suffix('"')).unwrap_or(s);
-            let mut out = String::with_capacity(inner.len());
-            let mut chars = inner.chars();
-            while let Some(c) = chars.next() {
-                if c != '\\' {
-                    out.push(c);
-                    continue;
-                }
-                match chars.next() {
-                    Some('n') => out.push('\n'),
-                    Some(other) => out.push(other),
-                    None => out.push('\\'),
-                }
-            }
-            out
-        };
-        let lat = field("latencies_ms")?;
-        let latencies_ms = lat
-            .trim_matches(['[', ']'])
-            .split(',')
-            .filter(|s| !s.is_empty())
-            .map(|s| s.parse::<f64>().context("latency"))
-            .collect::<Result<Vec<_>>>()?;
-        let warm = field("session_warm_ms")?;
-        let per_run = match field("per_run")? {
-            "null" => None,
-            list => {
-                let v = list
-                    .trim_matches(['[', ']'])
-                    .split(',')
-                    .map(|s| s.parse::<f64>().context("per_run"))
-                    .collect::<Result<Vec<_>>>()?;
-                let [heap_allocs, tensor_buffers, tensor_reuses, tensor_copies] = v[..] else {
-                    bail!("per_run has {} numbers, not 4", v.len());
-                };
-                Some(PerRun { heap_allocs, tensor_buffers, tensor_reuses, tensor_copies })
-            }
-        };
-        Ok(Measurement {
-            runtime: unquote(field("runtime")?),
-            model: unquote(field("model")?),
-            session_ms: num("session_ms")?,
-            session_warm_ms: if warm == "null" { None } else { Some(warm.parse()?) },
-            first_ms: num("first_ms")?,
-            latencies_ms,
-            note: unquote(field("note")?),
-            per_run,
-        })
+        serde_json::from_str(line).with_context(|| format!("not a measurement: {line}"))
     }
-}
-
-fn json_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// The p-th percentile (nearest rank) of `v`.
-pub fn percentile(v: &[f64], p: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let rank = ((p / 100.0) * s.len() as f64).ceil() as usize;
-    s[rank.clamp(1, s.len()) - 1]
 }
 
 /// The model's inputs, from `test_data_set_0/input_<i>.pb`, in graph order, with their names.
@@ -176,8 +71,8 @@ pub fn inputs(model_dir: &Path) -> Result<Vec<(String, Tensor)>> {
     for (i, v) in g.inputs().iter().filter(|v| g.initializer(**v).is_none()).enumerate() {
         let info = g.value(*v);
         let path = model_dir.join("test_data_set_0").join(format!("input_{i}.pb"));
-        let value =
-            vinort::testcase::read_value(&path, &info.ty).with_context(|| format!("reading {}", path.display()))?;
+        let value = vinort_tools::testcase::read_value(&path, &info.ty)
+            .with_context(|| format!("reading {}", path.display()))?;
         match value {
             Value::Tensor(t) => out.push((info.name.clone(), t)),
             _ => bail!("input {} is not a tensor", info.name),
@@ -186,53 +81,27 @@ pub fn inputs(model_dir: &Path) -> Result<Vec<(String, Tensor)>> {
     Ok(out)
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-/// Times the first run (ms), then makes `warmup` untimed runs.
-pub(crate) fn first_then_warm(warmup: usize, mut run: impl FnMut() -> Result<()>) -> Result<f64> {
-    let t = Instant::now();
-    run()?;
-    let first = ms(t.elapsed());
-    for _ in 0..warmup {
-        run()?;
-    }
-    Ok(first)
-}
-
-/// Times `runs` runs, one latency (ms) each; allocates nothing inside the loop.
-pub(crate) fn time_runs(runs: usize, mut run: impl FnMut() -> Result<()>) -> Result<Vec<f64>> {
-    let mut latencies = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let t = Instant::now();
-        run()?;
-        latencies.push(ms(t.elapsed()));
-    }
-    Ok(latencies)
+/// How each runtime is measured (the same for every runtime of a table).
+#[derive(Debug, Clone, Copy)]
+pub struct Plan<'a> {
+    /// Timed runs.
+    pub runs: usize,
+    /// Untimed runs after the first.
+    pub warmup: usize,
+    /// Threads of every runtime (intra-op threads, INFERENCE_NUM_THREADS, rayon).
+    pub threads: usize,
+    /// A model cache folder: a second session is created with it warm and timed.
+    pub cache_dir: Option<&'a Path>,
 }
 
 /// Measures `runtime` on the model in `model_dir`.
-pub fn measure(
-    runtime: &str,
-    model_dir: &Path,
-    runs: usize,
-    warmup: usize,
-    threads: usize,
-    cache_dir: Option<&Path>,
-) -> Result<Measurement> {
+pub fn measure(runtime: &str, model_dir: &Path, plan: Plan<'_>) -> Result<Measurement> {
     let feeds = inputs(model_dir)?;
     let model_path = model_dir.join("model.onnx");
     let mut m = match runtime {
-        "vinort-ov-f32" | "vinort-ov" | "vinort-cpu" => {
-            vinort_run(runtime, &model_path, &feeds, runs, warmup, threads, cache_dir)?
-        }
-        "openvino-f32" | "openvino" => {
-            native_openvino(runtime == "openvino-f32", &model_path, &feeds, runs, warmup, threads, cache_dir)?
-        }
-        "ort-cpu" | "ort-ovep" => {
-            crate::anchors::ort(runtime == "ort-ovep", &model_path, &feeds, runs, warmup, threads, cache_dir)?
-        }
+        "vinort-ov-f32" | "vinort-ov" | "vinort-cpu" => vinort_run(runtime, &model_path, &feeds, plan)?,
+        "openvino-f32" | "openvino" => native_openvino(runtime == "openvino-f32", &model_path, &feeds, plan)?,
+        "ort-cpu" | "ort-ovep" => crate::anchors::ort(runtime == "ort-ovep", &model_path, &feeds, plan)?,
         other => bail!("unknown runtime {other}"),
     };
     m.runtime = runtime.into();
@@ -241,10 +110,7 @@ pub fn measure(
 }
 
 fn vinort_providers(runtime: &str, threads: usize, cache_dir: Option<&Path>) -> Result<Vec<Provider>> {
-    let cpu: Provider = Cpu::default().into();
-    if runtime == "vinort-cpu" {
-        return Ok(vec![cpu]);
-    }
+    let list: ProviderList = if runtime == "vinort-cpu" { "cpu" } else { "openvino,cpu" }.parse()?;
     let mut ov = OpenVino::cpu().set("num_of_threads", &threads.to_string())?;
     // ONNX Runtime's OpenVINO EP (and so `OpenVino::cpu()`) defaults CPU to FP32; the
     // "default precision" column is OpenVINO's own choice (bf16 on this CPU), as natively.
@@ -252,18 +118,11 @@ fn vinort_providers(runtime: &str, threads: usize, cache_dir: Option<&Path>) -> 
     if let Some(dir) = cache_dir {
         ov = ov.cache_dir(dir);
     }
-    Ok(vec![ov.error_on_failure(), cpu])
+    Ok(list.providers(&ov, true))
 }
 
-fn vinort_run(
-    runtime: &str,
-    model: &Path,
-    feeds: &[(String, Tensor)],
-    runs: usize,
-    warmup: usize,
-    threads: usize,
-    cache_dir: Option<&Path>,
-) -> Result<Measurement> {
+fn vinort_run(runtime: &str, model: &Path, feeds: &[(String, Tensor)], plan: Plan<'_>) -> Result<Measurement> {
+    let Plan { runs, warmup, threads, cache_dir } = plan;
     // The Cpu provider's kernels use rayon's global pool: size it like the other runtimes.
     rayon_threads(threads);
     let t0 = Instant::now();
@@ -280,12 +139,12 @@ fn vinort_run(
         _ => None,
     };
     // Dropping the outputs is part of a run, as it is for ONNX Runtime's.
-    let run = || session.run(feeds.iter().map(|(n, t)| (n.as_str(), t))).map(drop).map_err(Into::into);
+    let run = || -> Result<()> { Ok(session.run(feeds.iter().map(|(n, t)| (n.as_str(), t))).map(drop)?) };
     let first_ms = first_then_warm(warmup, run)?;
-    let (heap0, tensors0) = (vinort::ir::alloc_count::snapshot(), vinort::ir::stats::snapshot());
+    let (heap0, tensors0) = (vinort_tools::alloc_count::snapshot(), vinort::ir::stats::snapshot());
     let latencies_ms = time_runs(runs, run)?;
     let (heap, tensors) =
-        (vinort::ir::alloc_count::snapshot().since(&heap0), vinort::ir::stats::snapshot().since(&tensors0));
+        (vinort_tools::alloc_count::snapshot().since(&heap0), vinort::ir::stats::snapshot().since(&tensors0));
     // The timed loop allocates nothing of its own (`latencies_ms` has its capacity), so the
     // counts are the inferences'.
     let n = runs as f64;
@@ -389,11 +248,9 @@ fn native_openvino(
     f32_precision: bool,
     model: &Path,
     feeds: &[(String, Tensor)],
-    runs: usize,
-    warmup: usize,
-    threads: usize,
-    cache_dir: Option<&Path>,
+    plan: Plan<'_>,
 ) -> Result<Measurement> {
+    let Plan { runs, warmup, threads, cache_dir } = plan;
     let mut n = NativeOv::new(f32_precision, model, feeds, threads, cache_dir)?;
     let first_ms = first_then_warm(warmup, || n.infer())?;
     let latencies_ms = time_runs(runs, || n.infer())?;
@@ -411,7 +268,7 @@ fn native_openvino(
 /// vinort and native OpenVINO in one process, at one precision, their runs alternating
 /// (vinort first in even pairs, OpenVINO first in odd ones): both see the same moments of a
 /// noisy machine, which separate processes minutes apart do not.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Paired {
     /// vinort's latencies, ms.
     pub vinort_ms: Vec<f64>,
@@ -439,19 +296,12 @@ impl Paired {
 
     /// One JSON object on one line.
     pub fn to_json(&self) -> String {
-        let list = |v: &[f64]| v.iter().map(|x| format!("{x:.4}")).collect::<Vec<_>>().join(",");
-        format!("{{\"vinort_ms\":[{}],\"native_ms\":[{}]}}", list(&self.vinort_ms), list(&self.native_ms))
+        serde_json::to_string(self).unwrap_or_default()
     }
 
     /// Parses what [`Paired::to_json`] wrote.
     pub fn from_json(line: &str) -> Result<Paired> {
-        let list = |key: &str| -> Result<Vec<f64>> {
-            let tag = format!("\"{key}\":[");
-            let start = line.find(&tag).ok_or_else(|| anyhow!("no {key} in {line}"))? + tag.len();
-            let end = line[start..].find(']').ok_or_else(|| anyhow!("unterminated {key}"))? + start;
-            line[start..end].split(',').filter(|s| !s.is_empty()).map(|s| s.parse().context("latency")).collect()
-        };
-        Ok(Paired { vinort_ms: list("vinort_ms")?, native_ms: list("native_ms")? })
+        serde_json::from_str(line).with_context(|| format!("not a paired run: {line}"))
     }
 }
 

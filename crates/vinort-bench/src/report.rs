@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result};
+use vinort_tools::stats::percentile;
 
-use crate::measure::{Paired, percentile};
+use crate::measure::Paired;
 use crate::{Measurement, RUNTIMES};
 
 /// Each runtime's measurement (or why it failed) for one model.

@@ -5,14 +5,16 @@ mod perf;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::{Parser, Subcommand};
-use vinort::ir::tensor_proto::decode_tensor;
-use vinort::{DType, Dim, Provider, Runtime, Session, Tensor, Value};
+use vinort::{DType, Dim, Runtime, Session, Tensor, Value};
+use vinort_tools::providers::ProviderArgs;
+use vinort_tools::stats;
+use vinort_tools::testcase::{self, read_tensor, read_tensors};
 
 // Counts heap allocations for `vinort perf`: two relaxed atomic adds per allocation.
 #[global_allocator]
-static ALLOCATOR: vinort::ir::alloc_count::Counting = vinort::ir::alloc_count::Counting;
+static ALLOCATOR: vinort_tools::alloc_count::Counting = vinort_tools::alloc_count::Counting;
 
 #[derive(Parser)]
 #[command(name = "vinort", version, about = "Run ONNX models through OpenVINO and Rust CPU kernels")]
@@ -27,15 +29,8 @@ enum Cmd {
     Run {
         /// The model file.
         model: PathBuf,
-        /// Providers in priority order, comma separated (openvino, cpu).
-        #[arg(short = 'e', long, default_value = "openvino,cpu")]
-        providers: String,
-        /// OpenVINO options as "key|value key|value" (device_type, precision, num_streams...).
-        #[arg(short = 'i', long, default_value = "")]
-        options: String,
-        /// Fail instead of skipping a provider that cannot start.
-        #[arg(long)]
-        strict: bool,
+        #[command(flatten)]
+        providers: ProviderArgs,
         /// An input from a TensorProto file: NAME=PATH (repeatable). Other inputs are random.
         #[arg(long = "input", value_name = "NAME=PATH")]
         inputs: Vec<String>,
@@ -53,18 +48,14 @@ enum Cmd {
         seed: u64,
     },
     /// Print the partition plan: which provider runs which nodes and why nodes were refused.
+    // The shorter help these subcommands have always shown.
+    #[command(mut_arg("providers", |a| a.help("Providers in priority order, comma separated")))]
+    #[command(mut_arg("options", |a| a.help("OpenVINO options as \"key|value key|value\"")))]
     Partition {
         /// The model file.
         model: PathBuf,
-        /// Providers in priority order, comma separated.
-        #[arg(short = 'e', long, default_value = "openvino,cpu")]
-        providers: String,
-        /// OpenVINO options as "key|value key|value".
-        #[arg(short = 'i', long, default_value = "")]
-        options: String,
-        /// Fail instead of skipping a provider that cannot start.
-        #[arg(long)]
-        strict: bool,
+        #[command(flatten)]
+        providers: ProviderArgs,
     },
     /// Measure a model like onnxruntime_perf_test: session creation, first inference, latency
     /// percentiles, throughput, peak memory, and allocations and tensor copies per inference.
@@ -73,19 +64,15 @@ enum Cmd {
     Devices,
     /// Run ONNX test-case folders (model.onnx + test_data_set_N/input_K.pb, output_K.pb), like
     /// onnx_test_runner: one line per case, then "N passed, M failed".
+    // The shorter help these subcommands have always shown.
+    #[command(mut_arg("providers", |a| a.help("Providers in priority order, comma separated")))]
+    #[command(mut_arg("options", |a| a.help("OpenVINO options as \"key|value key|value\"")))]
     Test {
         /// Case folders, or folders of case folders.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
-        /// Providers in priority order, comma separated.
-        #[arg(short = 'e', long, default_value = "openvino,cpu")]
-        providers: String,
-        /// OpenVINO options as "key|value key|value".
-        #[arg(short = 'i', long, default_value = "")]
-        options: String,
-        /// Fail instead of skipping a provider that cannot start.
-        #[arg(long)]
-        strict: bool,
+        #[command(flatten)]
+        providers: ProviderArgs,
         /// Relative tolerance (default 1e-3): |got - ref| <= atol + rtol * |ref|.
         #[arg(long, default_value_t = 1e-3)]
         rtol: f64,
@@ -95,31 +82,20 @@ enum Cmd {
     },
 }
 
-/// Providers from `-e openvino,cpu`, with `-i "key|value key|value"` options for OpenVINO
-/// (the keys of ONNX Runtime's OpenVINO execution provider).
-fn providers(list: &str, options: &str, strict: bool) -> Result<Vec<Provider>> {
-    list.split(',')
-        .map(|p| match p.trim().to_ascii_lowercase().as_str() {
-            "cpu" => Ok(vinort::Cpu::default().into()),
-            "openvino" | "ov" => {
-                let opts =
-                    vinort::openvino::OpenVinoOptions::parse_cli(options).map_err(|e| anyhow::anyhow!("-i: {e}"))?;
-                let p: Provider = vinort::OpenVino::with_options(opts).into();
-                Ok(if strict { p.error_on_failure() } else { p })
-            }
-            other => bail!("unknown provider '{other}' (available: openvino, cpu)"),
-        })
-        .collect()
+/// The providers of `-e`/`-i`/`--strict`. The message is the whole error: the CLI has always
+/// printed it as one line.
+fn providers(args: &ProviderArgs) -> Result<Vec<vinort::Provider>> {
+    args.build().map_err(|e| anyhow!("{e}"))
 }
 
-fn build(model: &Path, list: &str, options: &str, strict: bool) -> Result<(Session, f64)> {
+fn build(model: &Path, args: &ProviderArgs) -> Result<(Session, f64)> {
     let t0 = Instant::now();
     let session = Runtime::load(model)
         .with_context(|| format!("loading {}", model.display()))?
-        .providers(providers(list, options, strict)?)
+        .providers(providers(args)?)
         .build()
         .with_context(|| format!("building a session for {}", model.display()))?;
-    Ok((session, t0.elapsed().as_secs_f64() * 1e3))
+    Ok((session, stats::ms(t0.elapsed())))
 }
 
 /// A small deterministic generator (xorshift*), enough for random test inputs.
@@ -183,16 +159,14 @@ fn summary(v: &Value) -> String {
     }
 }
 
+/// A `--input NAME=PATH` or test-data file.
 fn load_pb(path: &Path) -> Result<Tensor> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(decode_tensor(bytes::Bytes::from(bytes)).with_context(|| format!("decoding {}", path.display()))?.1)
+    Ok(read_tensor(path)?.1)
 }
 
 struct RunArgs<'a> {
     model: &'a Path,
-    providers: &'a str,
-    options: &'a str,
-    strict: bool,
+    providers: &'a ProviderArgs,
     inputs: &'a [String],
     test_data: Option<&'a Path>,
     dims: &'a [String],
@@ -201,8 +175,8 @@ struct RunArgs<'a> {
 }
 
 fn run(a: RunArgs<'_>) -> Result<()> {
-    let RunArgs { model, providers, options, strict, inputs, test_data, dims, runs, seed } = a;
-    let (session, build_ms) = build(model, providers, options, strict)?;
+    let RunArgs { model, providers, inputs, test_data, dims, runs, seed } = a;
+    let (session, build_ms) = build(model, providers)?;
     println!("model: {}", model.display());
     print!("{}", session.plan());
     println!("session created in {build_ms:.1} ms");
@@ -226,13 +200,7 @@ fn run(a: RunArgs<'_>) -> Result<()> {
                 given.push((info.name.clone(), load_pb(&p)?));
             }
         }
-        for i in 0.. {
-            let p = dir.join(format!("output_{i}.pb"));
-            if !p.exists() {
-                break;
-            }
-            expected.push(load_pb(&p)?);
-        }
+        expected.extend(read_tensors(dir, "output")?.into_iter().map(|(_, t)| t));
     }
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     for info in session.inputs() {
@@ -242,7 +210,7 @@ fn run(a: RunArgs<'_>) -> Result<()> {
     }
     let t0 = Instant::now();
     let out = session.run(given.iter().map(|(k, v)| (k.as_str(), v)))?;
-    let first_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let first_ms = stats::ms(t0.elapsed());
     for (name, v) in out.iter() {
         println!("output {name}: {}", summary(v));
     }
@@ -256,12 +224,7 @@ fn run(a: RunArgs<'_>) -> Result<()> {
             if same_shape { "ok" } else { "MISMATCH" }
         );
     }
-    let mut times = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let t = Instant::now();
-        session.run(given.iter().map(|(k, v)| (k.as_str(), v)))?;
-        times.push(t.elapsed().as_secs_f64() * 1e3);
-    }
+    let mut times = stats::time_runs(runs, || session.run(given.iter().map(|(k, v)| (k.as_str(), v))).map(drop))?;
     times.sort_by(f64::total_cmp);
     println!("first run {first_ms:.3} ms");
     if !times.is_empty() {
@@ -282,32 +245,29 @@ fn main() -> Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().cmd {
-        Cmd::Run { model, providers, options, strict, inputs, test_data, dims, runs, seed } => run(RunArgs {
+        Cmd::Run { model, providers, inputs, test_data, dims, runs, seed } => run(RunArgs {
             model: &model,
             providers: &providers,
-            options: &options,
-            strict,
             inputs: &inputs,
             test_data: test_data.as_deref(),
             dims: &dims,
             runs,
             seed,
         }),
-        Cmd::Test { dirs, providers: list, options, strict, rtol, atol } => {
+        Cmd::Test { dirs, providers: args, rtol, atol } => {
             // One provider list for every case: a typo is one error, and OpenVINO starts once.
-            let list = providers(&list, &options, strict)?;
-            let cases = vinort::testcase::discover(&dirs)?;
-            let tol = vinort::testcase::Tolerance { rtol, atol };
+            let list = providers(&args)?;
+            let cases = testcase::discover(&dirs)?;
+            let tol = testcase::Tolerance { rtol, atol };
             let mut outcomes = Vec::with_capacity(cases.len());
             for case in &cases {
-                let o = vinort::testcase::run_case(case, || list.clone(), tol);
-                println!("{}", vinort::testcase::format_line(&o));
+                let o = testcase::run_case(case, || list.clone(), tol);
+                println!("{}", testcase::format_line(&o));
                 outcomes.push(o);
             }
-            println!("{}", vinort::testcase::summary_line(&outcomes));
-            let failed = outcomes
-                .iter()
-                .any(|o| matches!(o.status, vinort::testcase::Status::Fail(_) | vinort::testcase::Status::Error(_)));
+            println!("{}", testcase::summary_line(&outcomes));
+            let failed =
+                outcomes.iter().any(|o| matches!(o.status, testcase::Status::Fail(_) | testcase::Status::Error(_)));
             if failed {
                 std::process::exit(1);
             }
@@ -324,8 +284,8 @@ fn main() -> Result<()> {
             }
             Err(e) => bail!("{e}"),
         },
-        Cmd::Partition { model, providers, options, strict } => {
-            let (session, ms) = build(&model, &providers, &options, strict)?;
+        Cmd::Partition { model, providers } => {
+            let (session, ms) = build(&model, &providers)?;
             print!("{}", session.plan());
             println!("session created in {ms:.1} ms");
             Ok(())

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use serde_json::{Value, json};
+
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -60,15 +62,15 @@ fn json_is_one_valid_object_with_ordered_statistics() {
     let (text, err) = texts(&out);
     assert!(out.status.success(), "{text}\n{err}");
     assert!(!err.contains('\r'), "no progress bar with --json: {err}");
-    let json = json::parse(text.trim()).unwrap_or_else(|e| panic!("{e}:\n{text}"));
+    let json: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}:\n{text}"));
     let get = |path: &[&str]| {
         path.iter().fold(&json, |v, k| v.get(k).unwrap_or_else(|| panic!("no key {path:?} in:\n{text}")))
     };
-    let num = |path: &[&str]| get(path).num().unwrap_or_else(|| panic!("{path:?} is not a number in:\n{text}"));
-    assert_eq!(get(&["model"]).str(), Some("models/mobilenetv2_tiny/model.onnx"));
-    assert_eq!(get(&["providers"]), &json::Json::Arr(vec![json::Json::Str("cpu".into())]));
-    assert_eq!(get(&["options"]), &json::Json::Obj(vec![]));
-    assert_eq!(get(&["mode"]).str(), Some("times"));
+    let num = |path: &[&str]| get(path).as_f64().unwrap_or_else(|| panic!("{path:?} is not a number in:\n{text}"));
+    assert_eq!(get(&["model"]).as_str(), Some("models/mobilenetv2_tiny/model.onnx"));
+    assert_eq!(get(&["providers"]), &json!(["cpu"]));
+    assert_eq!(get(&["options"]), &json!({}));
+    assert_eq!(get(&["mode"]).as_str(), Some("times"));
     assert_eq!(num(&["runs"]), 20.0);
     assert_eq!(num(&["concurrency"]), 1.0);
     for key in ["session_creation_ms", "first_inference_ms", "wall_time_ms", "throughput_per_s", "peak_memory_mib"] {
@@ -81,10 +83,10 @@ fn json_is_one_valid_object_with_ordered_statistics() {
     for key in ["heap_allocations", "heap_bytes", "tensor_buffers", "tensor_copies"] {
         assert!(num(&["per_inference", key]) >= 0.0, "{key} in:\n{text}");
     }
-    let json::Json::Arr(parts) = get(&["partitions"]) else { panic!("partitions is not an array:\n{text}") };
+    let Value::Array(parts) = get(&["partitions"]) else { panic!("partitions is not an array:\n{text}") };
     assert_eq!(parts.len(), 1);
-    assert_eq!(parts[0].get("provider").and_then(json::Json::str), Some("Cpu"));
-    assert_eq!(parts[0].get("nodes").and_then(json::Json::num), Some(57.0));
+    assert_eq!(parts[0].get("provider").and_then(Value::as_str), Some("Cpu"));
+    assert_eq!(parts[0].get("nodes").and_then(Value::as_f64), Some(57.0));
 }
 
 #[test]
@@ -136,199 +138,4 @@ fn concurrent_threads_share_the_runs_and_report_throughput() {
     assert!(text.contains("measured: 40 run(s)") && text.contains("(times mode, 2 thread(s))"), "{text}");
     assert!(number_after(&text, "throughput: ") > 0.0, "{text}");
     assert!(text.contains(" inferences/s"), "{text}");
-}
-
-/// Just enough JSON to check the output is valid: RFC 8259 values, no extensions.
-mod json {
-    #[derive(Debug, PartialEq)]
-    pub enum Json {
-        Null,
-        Bool(bool),
-        Num(f64),
-        Str(String),
-        Arr(Vec<Json>),
-        Obj(Vec<(String, Json)>),
-    }
-
-    impl Json {
-        pub fn get(&self, key: &str) -> Option<&Json> {
-            match self {
-                Json::Obj(fields) => fields.iter().find(|(k, _)| k == key).map(|(_, v)| v),
-                _ => None,
-            }
-        }
-        pub fn num(&self) -> Option<f64> {
-            if let Json::Num(n) = self { Some(*n) } else { None }
-        }
-        pub fn str(&self) -> Option<&str> {
-            if let Json::Str(s) = self { Some(s) } else { None }
-        }
-    }
-
-    pub fn parse(text: &str) -> Result<Json, String> {
-        let mut p = Parser { s: text.as_bytes(), i: 0 };
-        let v = p.value()?;
-        p.ws();
-        if p.i != p.s.len() { Err(format!("trailing text at byte {}", p.i)) } else { Ok(v) }
-    }
-
-    struct Parser<'a> {
-        s: &'a [u8],
-        i: usize,
-    }
-
-    impl Parser<'_> {
-        fn ws(&mut self) {
-            while self.s.get(self.i).is_some_and(|b| b" \t\r\n".contains(b)) {
-                self.i += 1;
-            }
-        }
-        fn eat(&mut self, b: u8) -> Result<(), String> {
-            self.ws();
-            if self.s.get(self.i) == Some(&b) {
-                self.i += 1;
-                Ok(())
-            } else {
-                Err(format!("expected '{}' at byte {}", b as char, self.i))
-            }
-        }
-        fn lit(&mut self, word: &str, v: Json) -> Result<Json, String> {
-            if self.s[self.i..].starts_with(word.as_bytes()) {
-                self.i += word.len();
-                Ok(v)
-            } else {
-                Err(format!("bad literal at byte {}", self.i))
-            }
-        }
-        fn value(&mut self) -> Result<Json, String> {
-            self.ws();
-            match self.s.get(self.i) {
-                Some(b'{') => {
-                    self.i += 1;
-                    let mut fields = vec![];
-                    self.ws();
-                    if self.s.get(self.i) == Some(&b'}') {
-                        self.i += 1;
-                        return Ok(Json::Obj(fields));
-                    }
-                    loop {
-                        self.ws();
-                        let k = self.string()?;
-                        self.eat(b':')?;
-                        fields.push((k, self.value()?));
-                        self.ws();
-                        match self.s.get(self.i) {
-                            Some(b',') => self.i += 1,
-                            Some(b'}') => {
-                                self.i += 1;
-                                return Ok(Json::Obj(fields));
-                            }
-                            _ => return Err(format!("expected ',' or '}}' at byte {}", self.i)),
-                        }
-                    }
-                }
-                Some(b'[') => {
-                    self.i += 1;
-                    let mut items = vec![];
-                    self.ws();
-                    if self.s.get(self.i) == Some(&b']') {
-                        self.i += 1;
-                        return Ok(Json::Arr(items));
-                    }
-                    loop {
-                        items.push(self.value()?);
-                        self.ws();
-                        match self.s.get(self.i) {
-                            Some(b',') => self.i += 1,
-                            Some(b']') => {
-                                self.i += 1;
-                                return Ok(Json::Arr(items));
-                            }
-                            _ => return Err(format!("expected ',' or ']' at byte {}", self.i)),
-                        }
-                    }
-                }
-                Some(b'"') => self.string().map(Json::Str),
-                Some(b't') => self.lit("true", Json::Bool(true)),
-                Some(b'f') => self.lit("false", Json::Bool(false)),
-                Some(b'n') => self.lit("null", Json::Null),
-                Some(b'-' | b'0'..=b'9') => self.number(),
-                _ => Err(format!("unexpected byte at {}", self.i)),
-            }
-        }
-        fn number(&mut self) -> Result<Json, String> {
-            let start = self.i;
-            if self.s[self.i] == b'-' {
-                self.i += 1;
-            }
-            let digits = |p: &mut Self| {
-                let from = p.i;
-                while p.s.get(p.i).is_some_and(u8::is_ascii_digit) {
-                    p.i += 1;
-                }
-                p.i - from
-            };
-            let int = digits(self);
-            if int == 0 || (int > 1 && self.s[self.i - int] == b'0') {
-                return Err(format!("bad integer part at byte {start}"));
-            }
-            if self.s.get(self.i) == Some(&b'.') {
-                self.i += 1;
-                if digits(self) == 0 {
-                    return Err(format!("bad fraction at byte {start}"));
-                }
-            }
-            if self.s.get(self.i).is_some_and(|b| *b == b'e' || *b == b'E') {
-                self.i += 1;
-                if self.s.get(self.i).is_some_and(|b| *b == b'+' || *b == b'-') {
-                    self.i += 1;
-                }
-                if digits(self) == 0 {
-                    return Err(format!("bad exponent at byte {start}"));
-                }
-            }
-            let text = std::str::from_utf8(&self.s[start..self.i]).map_err(|e| e.to_string())?;
-            text.parse().map(Json::Num).map_err(|e| format!("{e} at byte {start}"))
-        }
-        fn string(&mut self) -> Result<String, String> {
-            if self.s.get(self.i) != Some(&b'"') {
-                return Err(format!("expected a string at byte {}", self.i));
-            }
-            self.i += 1;
-            let mut out = String::new();
-            loop {
-                let rest = std::str::from_utf8(&self.s[self.i..]).map_err(|e| e.to_string())?;
-                let Some(c) = rest.chars().next() else { return Err("unterminated string".into()) };
-                self.i += c.len_utf8();
-                match c {
-                    '"' => return Ok(out),
-                    '\\' => {
-                        let e = *self.s.get(self.i).ok_or("unterminated escape")?;
-                        self.i += 1;
-                        match e {
-                            b'"' => out.push('"'),
-                            b'\\' => out.push('\\'),
-                            b'/' => out.push('/'),
-                            b'b' => out.push('\u{8}'),
-                            b'f' => out.push('\u{c}'),
-                            b'n' => out.push('\n'),
-                            b'r' => out.push('\r'),
-                            b't' => out.push('\t'),
-                            b'u' => {
-                                let hex = self.s.get(self.i..self.i + 4).ok_or("short \\u escape")?;
-                                let code =
-                                    u32::from_str_radix(std::str::from_utf8(hex).map_err(|e| e.to_string())?, 16)
-                                        .map_err(|e| e.to_string())?;
-                                out.push(char::from_u32(code).ok_or("\\u escape of a surrogate")?);
-                                self.i += 4;
-                            }
-                            _ => return Err(format!("bad escape at byte {}", self.i)),
-                        }
-                    }
-                    c if (c as u32) < 0x20 => return Err(format!("raw control character at byte {}", self.i)),
-                    c => out.push(c),
-                }
-            }
-        }
-    }
 }

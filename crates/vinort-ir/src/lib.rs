@@ -17,7 +17,6 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod alloc_count;
 pub mod attr;
 pub mod dtype;
 pub mod error;

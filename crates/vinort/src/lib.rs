@@ -28,7 +28,6 @@ mod error;
 mod partition;
 mod provider;
 mod session;
-pub mod testcase;
 
 pub use error::{Error, RefusedNode, Result};
 pub use partition::{PartitionPlan, PlannedPartition, Refusal};

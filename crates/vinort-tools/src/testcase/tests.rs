@@ -280,7 +280,7 @@ fn models() -> PathBuf {
 }
 
 fn cpu() -> Vec<Provider> {
-    vec![crate::Cpu::default().into()]
+    vec![vinort::Cpu::default().into()]
 }
 
 #[test]

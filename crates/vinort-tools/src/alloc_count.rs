@@ -3,11 +3,11 @@
 //!
 //! ```
 //! #[global_allocator]
-//! static ALLOCATOR: vinort_ir::alloc_count::Counting = vinort_ir::alloc_count::Counting;
+//! static ALLOCATOR: vinort_tools::alloc_count::Counting = vinort_tools::alloc_count::Counting;
 //!
-//! let before = vinort_ir::alloc_count::snapshot();
+//! let before = vinort_tools::alloc_count::snapshot();
 //! let v = std::hint::black_box(vec![0u8; 100]);
-//! assert_eq!(vinort_ir::alloc_count::snapshot().since(&before).allocs, 1);
+//! assert_eq!(vinort_tools::alloc_count::snapshot().since(&before).allocs, 1);
 //! # drop(v);
 //! ```
 //!

@@ -14,7 +14,7 @@
 //! errors and kernel panics all become [`Status::Error`].
 //!
 //! ```no_run
-//! use vinort::testcase::{Tolerance, discover, format_line, run_case, summary_line};
+//! use vinort_tools::testcase::{Tolerance, discover, format_line, run_case, summary_line};
 //! let cases = discover(&["onnx/backend/test/data/node".into()])?;
 //! let outcomes: Vec<_> =
 //!     cases.iter().map(|c| run_case(c, || vec![vinort::Cpu::default().into()], Tolerance::default())).collect();
@@ -22,7 +22,7 @@
 //!     println!("{}", format_line(o));
 //! }
 //! println!("{}", summary_line(&outcomes));
-//! # Ok::<(), vinort::testcase::CaseError>(())
+//! # Ok::<(), vinort_tools::testcase::CaseError>(())
 //! ```
 
 mod compare;
@@ -39,9 +39,9 @@ use vinort_ir::{Graph, Node, Tensor, Value, ValueId, ValueType};
 pub use compare::{
     ElementMismatch, Mismatch, MismatchKind, RangeMismatch, Tolerance, compare, compare_shape_and_dtype,
 };
-pub use read::{CaseError, read_value};
+pub use read::{CaseError, read_tensor, read_tensors, read_value};
 
-use crate::{Error, Provider, Runtime, Session};
+use vinort::{Error, Provider, Runtime, Session};
 
 /// Op types whose outputs are random: a model containing any of them (in its main graph) is
 /// checked on element type, shape and value range only, never on values.

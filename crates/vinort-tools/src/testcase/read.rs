@@ -78,6 +78,23 @@ pub fn read_value(path: &Path, ty: &ValueType) -> Result<Value, CaseError> {
     }
 }
 
+/// A `TensorProto` file (`input_0.pb`, a `--input` file): the name it records, and the tensor
+/// with aligned storage.
+pub fn read_tensor(path: &Path) -> Result<(String, Tensor), CaseError> {
+    let bytes = Bytes::from(std::fs::read(path).map_err(|source| CaseError::Io { path: path.into(), source })?);
+    let p = TensorProto::decode(bytes).map_err(|e| CaseError::Decode {
+        path: path.into(),
+        message: format!("not a valid serialized TensorProto: {e}"),
+    })?;
+    Ok((p.name.clone().unwrap_or_default(), tensor(path, &p, "")?))
+}
+
+/// `{prefix}_0.pb`, `{prefix}_1.pb`, ... of a data set folder as [`read_tensor`] reads them,
+/// up to the first missing number (`read_tensors(dir, "input")`).
+pub fn read_tensors(dir: &Path, prefix: &str) -> Result<Vec<(String, Tensor)>, CaseError> {
+    (0..).map(|i| dir.join(format!("{prefix}_{i}.pb"))).take_while(|p| p.exists()).map(|p| read_tensor(&p)).collect()
+}
+
 fn tensor(path: &Path, p: &TensorProto, what: &str) -> Result<Tensor, CaseError> {
     // Test data never has external data: there is no model folder to resolve it against.
     tensor_from_proto(p, &ExternalData::new(None))
