@@ -239,11 +239,37 @@ fn run(a: RunArgs<'_>) -> Result<()> {
     Ok(())
 }
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("VINORT_LOG").unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .init();
+    match cli_main() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", report(&e));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes, one per line, leaving out a cause whose text the lines before
+/// already hold (vinort's errors print their source inline). Printed by hand instead of by
+/// returning the error from `main`, so an error reads the same whether or not RUST_BACKTRACE
+/// is set: a stack dump helps nobody who gave a wrong path.
+fn report(e: &anyhow::Error) -> String {
+    let mut out = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !out.contains(&c) {
+            out.push_str("\n  caused by: ");
+            out.push_str(&c);
+        }
+    }
+    out
+}
+
+fn cli_main() -> Result<()> {
     match Cli::parse().cmd {
         Cmd::Run { model, providers, inputs, test_data, dims, runs, seed } => run(RunArgs {
             model: &model,

@@ -64,3 +64,16 @@ fn without_openvino_strict_fails_listing_every_place_searched() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("was not found"));
 }
+
+/// An error reads the same with RUST_BACKTRACE set: one `error:` line naming what is wrong,
+/// each cause once, and no stack dump.
+#[test]
+fn errors_read_well_with_rust_backtrace_set() {
+    let out = vinort().env("RUST_BACKTRACE", "1").args(["run", "no/such/model.onnx", "-e", "cpu"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(err.contains("no/such/model.onnx") && err.contains("No such file"), "{err}");
+    assert!(!err.contains("backtrace") && !err.contains("main.rs"), "a stack dump in:\n{err}");
+    assert_eq!(err.matches("No such file").count(), 1, "a cause printed twice:\n{err}");
+}

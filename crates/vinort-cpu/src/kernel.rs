@@ -49,8 +49,16 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// Registers a factory for every opset the op exists in, as its spec in
+    /// [`vinort_ir::ops`] says: the usual way, so an op's opsets are written down once. An op
+    /// with no spec gets an empty range (and the registry test fails).
+    pub fn op(&mut self, domain: &'static str, op: &'static str, f: Factory) {
+        let opsets = vinort_ir::ops::find(domain, op).map_or(1..=0, vinort_ir::ops::OpSpec::opsets);
+        self.add(domain, op, opsets, f);
+    }
+
     /// Registers a factory for an op of a domain ("" is the default ONNX domain) over a range
-    /// of opset versions.
+    /// of opset versions, for ops whose kernels differ between opsets.
     pub fn add(&mut self, domain: &'static str, op: &'static str, opsets: RangeInclusive<i64>, f: Factory) {
         self.map.entry((domain, op)).or_default().push((opsets, f));
     }
@@ -108,7 +116,7 @@ where
 }
 
 /// Highest opset of the default domain vinort knows (ONNX 1.23).
-pub const MAX_OPSET: i64 = 28;
+pub use vinort_ir::ops::MAX_OPSET;
 
 /// THE dtype dispatch of the Cpu kernels: runs `$body` with `$T` bound to the Rust type of an
 /// element type; any other type goes to the `$other => $fallback` arm. The bound types implement
@@ -152,3 +160,27 @@ macro_rules! with_numeric {
     };
 }
 pub(crate) use with_numeric;
+
+#[cfg(test)]
+mod tests {
+    /// One home per op: every kernel is registered for an op the op table knows, and only for
+    /// opsets that op exists in.
+    #[test]
+    fn every_registration_matches_an_op_spec() {
+        let registry = crate::kernels::registry();
+        let mut wrong = vec![];
+        for ((domain, op), versions) in &registry.map {
+            let Some(spec) = vinort_ir::ops::find(domain, op) else {
+                wrong.push(format!("{domain}::{op} has no spec in vinort_ir::ops"));
+                continue;
+            };
+            for (range, _) in versions {
+                if range.is_empty() || *range.start() < spec.since || *range.end() > spec.until {
+                    wrong.push(format!("{domain}::{op} registered for {range:?}, spec says {:?}", spec.opsets()));
+                }
+            }
+        }
+        wrong.sort();
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+}

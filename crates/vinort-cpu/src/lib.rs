@@ -1,7 +1,10 @@
 //! vinort's Cpu execution provider.
 //!
-//! Claims every node it has a kernel for; the kernels live in [`kernels`], one file per op
-//! family, each checked against a naive reference on random shapes.
+//! Claims every node it has a kernel for; the kernels live in [`kernels`], one folder per kind
+//! of op (elementwise, linalg, conv, pool, norm, reduce, shape, gather, quant, rnn, ...), each
+//! checked against a naive reference on random shapes. A kernel is registered in its own file
+//! with [`kernel::Registry::op`], which takes the opsets from the op's spec in
+//! `vinort_ir::ops`: an op's opsets, shape rule and traits are written down once, there.
 //!
 //! Shared by every family: [`kernel`] (the kernel interface, the registry and THE dtype
 //! dispatch `with_numeric!`), `numeric` (the one numeric trait set, on `num-traits`, and the

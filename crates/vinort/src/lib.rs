@@ -38,12 +38,12 @@ pub use vinort_ir::{DType, Dim, Model, Sequence, Tensor, Value, ValueType};
 /// OpenVINO provider options and information. Option shapes use [`openvino::ShapeDim`]
 /// (fixed, bounded or dynamic) so they do not clash with the model's [`Dim`].
 pub mod openvino {
+    pub use vinort_openvino::options::Dim as ShapeDim;
     pub use vinort_openvino::options::{
         DEVICE_FORMS, Device, DeviceKind, DeviceProperties, InputShape, KNOWN_KEYS, Layout, LayoutSpec, LoadConfig,
         ModelPriority, OpenVinoOptions, OptionError, PhysicalDevice, Precision, RawProperty, ReshapeInput, Resolved,
         validate_property_value,
     };
-    pub use vinort_openvino::options::Dim as ShapeDim;
     pub use vinort_openvino::provider::{OpenVinoProvider, devices, is_available};
 }
 

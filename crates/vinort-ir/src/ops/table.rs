@@ -1,5 +1,6 @@
 //! The op table: one line per op. `op` is the default ONNX domain, `ml` is `ai.onnx.ml`,
-//! `preview` and `training` the `ai.onnx.preview[.training]` domains. The first opset of each
+//! `preview` and `training` the `ai.onnx.preview[.training]` domains, `ms` is ONNX Runtime's
+//! `com.microsoft` contrib domain (opset 1). The first opset of each
 //! op is ONNX's `since_version` of its first schema (onnx 1.23); `.until(n)` marks an op
 //! dropped or deprecated after opset `n` (Upsample's deprecated opset-10 schema still runs, as in
 //! ONNX Runtime). Rules are in [`crate::infer`]; `None` means outputs keep their declared type.
@@ -37,6 +38,10 @@ const fn preview(name: &'static str, since: i64, infer: Option<crate::infer::Rul
 
 const fn training(name: &'static str, since: i64, infer: Option<crate::infer::Rule>, traits: Traits) -> OpSpec {
     spec("ai.onnx.preview.training", name, since, infer, traits)
+}
+
+const fn ms(name: &'static str, since: i64, infer: Option<crate::infer::Rule>, traits: Traits) -> OpSpec {
+    spec("com.microsoft", name, since, infer, traits)
 }
 
 #[rustfmt::skip]
@@ -272,4 +277,7 @@ pub(super) const SPECS: &[OpSpec] = &[
     training("Adam", 1, None, NONE),
     training("Gradient", 1, None, NONE),
     training("Momentum", 1, None, NONE),
+    // com.microsoft (ONNX Runtime's contrib ops)
+    ms("Attention", 1, None, HEAVY),
+    ms("QLinearConv", 1, None, HEAVY),
 ];

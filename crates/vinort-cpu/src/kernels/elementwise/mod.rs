@@ -20,74 +20,39 @@ mod tests;
 
 use binary::{Arith, BinOp, Bits, Cmp, Variadic, binary_factory, variadic_factory};
 
-use crate::kernel::{MAX_OPSET, Registry};
+use crate::kernel::Registry;
 
 pub(crate) fn register(r: &mut Registry) {
-    let all = 1..=MAX_OPSET;
-    r.add("", "Add", all.clone(), |i| binary_factory(i, BinOp::Arith(Arith::Add)));
-    r.add("", "Sub", all.clone(), |i| binary_factory(i, BinOp::Arith(Arith::Sub)));
-    r.add("", "Mul", all.clone(), |i| binary_factory(i, BinOp::Arith(Arith::Mul)));
-    r.add("", "Div", all.clone(), |i| binary_factory(i, BinOp::Arith(Arith::Div)));
-    r.add("", "Pow", all.clone(), |i| binary_factory(i, BinOp::Pow));
-    r.add("", "Mod", 10..=MAX_OPSET, binary::mod_factory);
-    r.add("", "PRelu", all.clone(), |i| binary_factory(i, BinOp::PRelu));
-    r.add("", "BitShift", 11..=MAX_OPSET, binary::bitshift_factory);
-    r.add("", "BitwiseAnd", 18..=MAX_OPSET, |i| binary_factory(i, BinOp::Bits(Bits::And)));
-    r.add("", "BitwiseOr", 18..=MAX_OPSET, |i| binary_factory(i, BinOp::Bits(Bits::Or)));
-    r.add("", "BitwiseXor", 18..=MAX_OPSET, |i| binary_factory(i, BinOp::Bits(Bits::Xor)));
-    r.add("", "Equal", all.clone(), |i| binary_factory(i, BinOp::Cmp(Cmp::Eq)));
-    r.add("", "Less", all.clone(), |i| binary_factory(i, BinOp::Cmp(Cmp::Lt)));
-    r.add("", "Greater", all.clone(), |i| binary_factory(i, BinOp::Cmp(Cmp::Gt)));
-    r.add("", "LessOrEqual", 12..=MAX_OPSET, |i| binary_factory(i, BinOp::Cmp(Cmp::Le)));
-    r.add("", "GreaterOrEqual", 12..=MAX_OPSET, |i| binary_factory(i, BinOp::Cmp(Cmp::Ge)));
-    r.add("", "And", all.clone(), |i| binary_factory(i, BinOp::Logic(Bits::And)));
-    r.add("", "Or", all.clone(), |i| binary_factory(i, BinOp::Logic(Bits::Or)));
-    r.add("", "Xor", all.clone(), |i| binary_factory(i, BinOp::Logic(Bits::Xor)));
-    r.add("", "Max", all.clone(), |i| variadic_factory(i, Variadic::Max));
-    r.add("", "Min", all.clone(), |i| variadic_factory(i, Variadic::Min));
-    r.add("", "Sum", all.clone(), |i| variadic_factory(i, Variadic::Sum));
-    r.add("", "Mean", all.clone(), |i| variadic_factory(i, Variadic::Mean));
-    r.add("", "Where", 9..=MAX_OPSET, binary::where_factory);
+    r.op("", "Add", |i| binary_factory(i, BinOp::Arith(Arith::Add)));
+    r.op("", "Sub", |i| binary_factory(i, BinOp::Arith(Arith::Sub)));
+    r.op("", "Mul", |i| binary_factory(i, BinOp::Arith(Arith::Mul)));
+    r.op("", "Div", |i| binary_factory(i, BinOp::Arith(Arith::Div)));
+    r.op("", "Pow", |i| binary_factory(i, BinOp::Pow));
+    r.op("", "Mod", binary::mod_factory);
+    r.op("", "PRelu", |i| binary_factory(i, BinOp::PRelu));
+    r.op("", "BitShift", binary::bitshift_factory);
+    r.op("", "BitwiseAnd", |i| binary_factory(i, BinOp::Bits(Bits::And)));
+    r.op("", "BitwiseOr", |i| binary_factory(i, BinOp::Bits(Bits::Or)));
+    r.op("", "BitwiseXor", |i| binary_factory(i, BinOp::Bits(Bits::Xor)));
+    r.op("", "Equal", |i| binary_factory(i, BinOp::Cmp(Cmp::Eq)));
+    r.op("", "Less", |i| binary_factory(i, BinOp::Cmp(Cmp::Lt)));
+    r.op("", "Greater", |i| binary_factory(i, BinOp::Cmp(Cmp::Gt)));
+    r.op("", "LessOrEqual", |i| binary_factory(i, BinOp::Cmp(Cmp::Le)));
+    r.op("", "GreaterOrEqual", |i| binary_factory(i, BinOp::Cmp(Cmp::Ge)));
+    r.op("", "And", |i| binary_factory(i, BinOp::Logic(Bits::And)));
+    r.op("", "Or", |i| binary_factory(i, BinOp::Logic(Bits::Or)));
+    r.op("", "Xor", |i| binary_factory(i, BinOp::Logic(Bits::Xor)));
+    r.op("", "Max", |i| variadic_factory(i, Variadic::Max));
+    r.op("", "Min", |i| variadic_factory(i, Variadic::Min));
+    r.op("", "Sum", |i| variadic_factory(i, Variadic::Sum));
+    r.op("", "Mean", |i| variadic_factory(i, Variadic::Mean));
+    r.op("", "Where", binary::where_factory);
 
-    for op in [
-        "Neg",
-        "Abs",
-        "Sqrt",
-        "Exp",
-        "Log",
-        "Tanh",
-        "Sigmoid",
-        "Relu",
-        "LeakyRelu",
-        "HardSigmoid",
-        "Reciprocal",
-        "Floor",
-        "Ceil",
-        "Elu",
-        "Selu",
-        "Softplus",
-        "Softsign",
-        "Not",
-    ] {
-        r.add("", op, all.clone(), unary::unary_factory);
-    }
-    for op in ["Sin", "Cos", "Tan", "Asin", "Acos", "Atan"] {
-        r.add("", op, 7..=MAX_OPSET, unary::unary_factory);
-    }
-    for op in ["Erf", "Sign", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Shrink"] {
-        r.add("", op, 9..=MAX_OPSET, unary::unary_factory);
-    }
-    r.add("", "ThresholdedRelu", 10..=MAX_OPSET, unary::unary_factory);
-    r.add("", "Round", 11..=MAX_OPSET, unary::unary_factory);
-    r.add("", "Celu", 12..=MAX_OPSET, unary::unary_factory);
-    r.add("", "HardSwish", 14..=MAX_OPSET, unary::unary_factory);
-    r.add("", "Mish", 18..=MAX_OPSET, unary::unary_factory);
-    r.add("", "BitwiseNot", 18..=MAX_OPSET, unary::unary_factory);
-    r.add("", "Gelu", 20..=MAX_OPSET, unary::unary_factory);
-    r.add("", "IsNaN", 9..=MAX_OPSET, unary::class_factory);
-    r.add("", "IsInf", 10..=MAX_OPSET, unary::class_factory);
+    unary::register(r);
+    r.op("", "IsNaN", unary::class_factory);
+    r.op("", "IsInf", unary::class_factory);
     // Before opset 11 the bounds are attributes; the factory reads the node's opset.
-    r.add("", "Clip", all.clone(), unary::clip_factory);
-    r.add("", "Cast", all, cast::cast_factory);
-    r.add("", "CastLike", 15..=MAX_OPSET, cast::cast_like_factory);
+    r.op("", "Clip", unary::clip_factory);
+    r.op("", "Cast", cast::cast_factory);
+    r.op("", "CastLike", cast::cast_like_factory);
 }
