@@ -1,11 +1,10 @@
-//! Normalisation, softmax and reduction kernels.
+//! Normalisation and softmax kernels (the reductions they build on live in `kernels::reduce`).
 //!
 //! - [`softmax`][softmax]: [Softmax](https://onnx.ai/onnx/operators/onnx__Softmax.html),
 //!   [LogSoftmax](https://onnx.ai/onnx/operators/onnx__LogSoftmax.html),
 //!   [Hardmax](https://onnx.ai/onnx/operators/onnx__Hardmax.html).
 //! - [`normalization`][normalization]: LayerNormalization, RMSNormalization, BatchNormalization,
 //!   InstanceNormalization, MeanVarianceNormalization, LpNormalization, LRN, GroupNormalization.
-//! - [`reduce`][reduce]: the ten `Reduce*` ops, ArgMax and ArgMin.
 //!
 //! Floating-point kernels cover f32, f64, f16 and bf16; the half types are computed in f32
 //! (f64 stays f64), so no kernel accumulates in a 16-bit type.
@@ -18,15 +17,13 @@ use vinort_ir::{DType, Elem, Error, Result, Tensor};
 use crate::kernel::{NodeInfo, Registry};
 
 pub mod normalization;
-pub mod reduce;
 pub mod softmax;
 #[cfg(test)]
-mod testutil;
+pub(crate) mod testutil;
 
 pub(crate) fn register(r: &mut Registry) {
     softmax::register(r);
     normalization::register(r);
-    reduce::register(r);
 }
 
 /// Work (in elements touched) below which a kernel stays on the calling thread: below this,

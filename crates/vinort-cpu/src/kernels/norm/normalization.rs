@@ -11,9 +11,9 @@
 
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
-use super::reduce::{SumOf, reduce_fold};
 use super::{Float, Real, broadcast_to, dispatch_float, for_rows, load_real, prod, require_float};
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in};
+use crate::kernels::reduce::ops::{SumOf, reduce_fold};
 
 pub(crate) fn register(r: &mut Registry) {
     r.add("", "LayerNormalization", 17..=MAX_OPSET, layer_factory);

@@ -13,8 +13,8 @@
 use rayon::prelude::*;
 use vinort_ir::{Attr, DType, Elem, Error, Result, RunContext, Tensor, Value};
 
-use super::common::{Real, WindowAttrs, check_dtype, from_compute, to_compute, to3};
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in};
+use crate::kernels::linalg::common::{Real, WindowAttrs, check_dtype, from_compute, to_compute, to3};
 
 const FLOATS: [DType; 4] = [DType::F32, DType::F64, DType::F16, DType::BF16];
 const MAX_TYPES: [DType; 6] = [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I8, DType::U8];

@@ -23,8 +23,8 @@
 use rayon::prelude::*;
 use vinort_ir::{DType, Elem, Error, Result, RunContext, Tensor, Value};
 
-use super::{GRAIN, PAR_MIN, for_rows, prod};
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in};
+use crate::kernels::norm::{GRAIN, PAR_MIN, for_rows, prod};
 
 pub(crate) fn register(r: &mut Registry) {
     for op in [
@@ -762,7 +762,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use vinort_ir::{DType, Tensor};
 
-    use super::super::testutil::*;
+    use crate::kernels::norm::testutil::*;
 
     const OPS: [&str; 10] = [
         "ReduceSum",

@@ -14,8 +14,8 @@
 use rayon::prelude::*;
 use vinort_ir::{DType, Error, Node, Result, RunContext, Tensor, Value};
 
-use super::math::{Float, Mat, matmul};
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernels::rnn::math::{Float, Mat, matmul};
 
 /// Column elements of one image above which sampling runs on rayon tasks per channel.
 const PAR_MIN: usize = 1 << 15;

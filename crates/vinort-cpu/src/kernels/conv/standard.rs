@@ -14,10 +14,10 @@ use std::borrow::Cow;
 use rayon::prelude::*;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
-use super::common::{
+use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernels::linalg::common::{
     AutoPad, Real, View, WindowAttrs, check_dtype, from_compute, matmul_into, to_compute, to3, valid_range, widen_const,
 };
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
 
 const TYPES: [DType; 4] = [DType::F32, DType::F64, DType::F16, DType::BF16];
 

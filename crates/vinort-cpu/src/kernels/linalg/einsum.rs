@@ -3,8 +3,8 @@
 
 use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
-use super::{Ring, dispatch_ring, narrow_half, widen_half};
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry};
+use crate::kernels::support::{Ring, dispatch_ring, narrow_half, widen_half};
 
 pub(crate) fn register(r: &mut Registry) {
     r.add("", "Einsum", 12..=MAX_OPSET, factory);
