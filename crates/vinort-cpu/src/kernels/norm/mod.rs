@@ -3,8 +3,9 @@
 //! - [`softmax`][softmax]: [Softmax](https://onnx.ai/onnx/operators/onnx__Softmax.html),
 //!   [LogSoftmax](https://onnx.ai/onnx/operators/onnx__LogSoftmax.html),
 //!   [Hardmax](https://onnx.ai/onnx/operators/onnx__Hardmax.html).
-//! - [`normalization`][normalization]: LayerNormalization, RMSNormalization, BatchNormalization,
-//!   InstanceNormalization, MeanVarianceNormalization, LpNormalization, LRN, GroupNormalization.
+//! - [`normalization`][normalization]: LayerNormalization and RMSNormalization.
+//! - [`channel`][channel]: BatchNormalization, InstanceNormalization and GroupNormalization.
+//! - [`unscaled`][unscaled]: MeanVarianceNormalization, LpNormalization and LRN.
 //!
 //! Floating-point kernels cover f32, f64, f16 and bf16; the half types are computed in f32
 //! (f64 stays f64), so no kernel accumulates in a 16-bit type.
@@ -15,15 +16,20 @@ use rayon::prelude::*;
 use vinort_ir::{DType, Elem, Error, Result, Tensor};
 
 use crate::kernel::{NodeInfo, Registry};
+use crate::kernels::elementwise::broadcast::Broadcast;
 
+pub mod channel;
 pub mod normalization;
 pub mod softmax;
 #[cfg(test)]
 pub(crate) mod testutil;
+pub mod unscaled;
 
 pub(crate) fn register(r: &mut Registry) {
     softmax::register(r);
     normalization::register(r);
+    channel::register(r);
+    unscaled::register(r);
 }
 
 /// Work (in elements touched) below which a kernel stays on the calling thread: below this,
@@ -235,41 +241,16 @@ pub(crate) fn load_real<R: Real>(t: &Tensor) -> Result<Vec<R>> {
 /// broadcasting, or says why it cannot.
 pub(crate) fn broadcast_to<R: Copy>(vals: &[R], from: &[usize], to: &[usize]) -> Result<Vec<R>> {
     let bad = || Error::invalid(format!("shape {from:?} does not broadcast to {to:?}"));
-    if from.len() > to.len() || vals.len() != from.iter().product::<usize>() {
+    if vals.len() != vinort_ir::tensor::numel(from) {
         return Err(bad());
     }
-    let pad = to.len() - from.len();
-    // Stride 0 on broadcast axes, so one odometer walk reads the right source element.
-    let mut strides = vec![0usize; to.len()];
-    let mut s = 1usize;
-    for i in (0..from.len()).rev() {
-        let (f, t) = (from[i], to[i + pad]);
-        if f == t {
-            strides[i + pad] = if f == 1 { 0 } else { s };
-        } else if f != 1 {
-            return Err(bad());
-        }
-        s *= f;
+    let bc = Broadcast::new([to, from]).map_err(|_| bad())?;
+    if bc.shape() != to {
+        return Err(bad());
     }
-    if from == &to[pad..] {
-        return Ok(vals.to_vec());
-    }
-    let n: usize = to.iter().product();
-    let mut out = Vec::with_capacity(n);
-    let mut idx = vec![0usize; to.len()];
-    let mut off = 0usize;
-    for _ in 0..n {
-        out.push(*vals.get(off).ok_or_else(bad)?);
-        for d in (0..to.len()).rev() {
-            idx[d] += 1;
-            off += strides[d];
-            if idx[d] < to[d] {
-                break;
-            }
-            off -= strides[d] * idx[d];
-            idx[d] = 0;
-        }
-    }
+    let [_, step] = bc.inner_strides();
+    let mut out = Vec::with_capacity(bc.len());
+    bc.for_segments(0, bc.len(), |_, [_, off], n| out.extend((0..n).map(|i| vals[off + i * step])));
     Ok(out)
 }
 
@@ -300,9 +281,4 @@ where
             f(c * per + k, row_x(c * per + k), o);
         }
     });
-}
-
-/// Product of extents.
-pub(crate) fn prod(s: &[usize]) -> usize {
-    s.iter().product()
 }

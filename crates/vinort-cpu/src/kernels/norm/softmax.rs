@@ -7,9 +7,10 @@
 //! flattened tail is normalised; from opset 13 only the one `axis` (default -1) is. Both are
 //! numerically stable: the row maximum is subtracted before exponentiating.
 
+use vinort_ir::tensor::numel;
 use vinort_ir::{Result, RunContext, Tensor, Value};
 
-use super::{Float, Real, dispatch_float, for_rows, prod, require_float};
+use super::{Float, Real, dispatch_float, for_rows, require_float};
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
@@ -57,7 +58,7 @@ impl Softmax {
     fn run_t<T: Float>(&self, x: &Tensor) -> Result<Tensor> {
         let shape = x.shape();
         let a = norm_axis(self.axis, shape.len())?;
-        let (n, inner) = if self.flatten { (prod(&shape[a..]), 1) } else { (shape[a], prod(&shape[a + 1..])) };
+        let (n, inner) = if self.flatten { (numel(&shape[a..]), 1) } else { (shape[a], numel(&shape[a + 1..])) };
         let xs = x.as_slice::<T>()?;
         let kind = self.kind;
         Ok(Tensor::build::<T>(shape, |out| {

@@ -1,0 +1,170 @@
+//! The element types the reductions read ([`RElem`]) and the types they accumulate in
+//! ([`Acc`]): f16 and bf16 accumulate in f32, integers in i64/u64 (sums and products wrap as
+//! they would in the element type).
+
+use vinort_ir::Elem;
+
+/// The integer or float type a reduction accumulates in.
+pub trait Acc: Copy + Send + Sync + PartialOrd + 'static {
+    /// 0.
+    const ZERO: Self;
+    /// 1.
+    const ONE: Self;
+    /// a + b (wrapping for integers).
+    fn add(self, o: Self) -> Self;
+    /// a - b (wrapping for integers).
+    fn sub(self, o: Self) -> Self;
+    /// a * b (wrapping for integers).
+    fn mul(self, o: Self) -> Self;
+    /// |a|.
+    fn abs(self) -> Self;
+    /// Through f64, for the finishing steps (sqrt, log, exp, mean).
+    fn to_f64(self) -> f64;
+    /// From f64 (truncating for integers).
+    fn from_f64(v: f64) -> Self;
+    /// e^a (floats only; integers go through f64).
+    fn exp(self) -> Self;
+    /// a / n for a count n > 0 (truncating for integers).
+    fn div_count(self, n: usize) -> Self;
+    /// A NaN test (never true for integers).
+    #[allow(clippy::eq_op)]
+    fn is_nan(self) -> bool {
+        self != self
+    }
+}
+
+macro_rules! acc_float {
+    ($t:ty) => {
+        impl Acc for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            #[inline(always)]
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
+            #[inline(always)]
+            fn sub(self, o: Self) -> Self {
+                self - o
+            }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self {
+                self * o
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            #[inline(always)]
+            fn div_count(self, n: usize) -> Self {
+                self / n as $t
+            }
+        }
+    };
+}
+acc_float!(f32);
+acc_float!(f64);
+
+macro_rules! acc_int {
+    ($t:ty, $abs:expr) => {
+        impl Acc for $t {
+            const ZERO: Self = 0;
+            const ONE: Self = 1;
+            #[inline(always)]
+            fn add(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            #[inline(always)]
+            fn sub(self, o: Self) -> Self {
+                self.wrapping_sub(o)
+            }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                $abs(self)
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                (self as f64).exp() as $t
+            }
+            #[inline(always)]
+            fn div_count(self, n: usize) -> Self {
+                if n == 0 { 0 } else { self.wrapping_div(n as $t) }
+            }
+        }
+    };
+}
+acc_int!(i64, i64::wrapping_abs);
+acc_int!(u64, |v: u64| v);
+
+/// An element type a reduction reads, with its accumulator.
+pub trait RElem: Elem {
+    /// The accumulator.
+    type A: Acc;
+    /// Whether the type is a float (log and exp reductions need one).
+    const FLOAT: bool;
+    /// Widens.
+    fn load(self) -> Self::A;
+    /// Narrows back (wrapping for integers).
+    fn store(a: Self::A) -> Self;
+    /// What the max of nothing is: -inf, or the type's minimum.
+    fn lowest() -> Self::A;
+    /// What the min of nothing is.
+    fn highest() -> Self::A;
+}
+
+macro_rules! relem {
+    ($t:ty, $a:ty, $float:expr, $lo:expr, $hi:expr, $load:expr, $store:expr) => {
+        impl RElem for $t {
+            type A = $a;
+            const FLOAT: bool = $float;
+            #[inline(always)]
+            fn load(self) -> $a {
+                $load(self)
+            }
+            #[inline(always)]
+            fn store(a: $a) -> Self {
+                $store(a)
+            }
+            fn lowest() -> $a {
+                $lo
+            }
+            fn highest() -> $a {
+                $hi
+            }
+        }
+    };
+}
+relem!(f32, f32, true, f32::NEG_INFINITY, f32::INFINITY, |v| v, |a| a);
+relem!(f64, f64, true, f64::NEG_INFINITY, f64::INFINITY, |v| v, |a| a);
+relem!(half::f16, f32, true, f32::NEG_INFINITY, f32::INFINITY, half::f16::to_f32, half::f16::from_f32);
+relem!(half::bf16, f32, true, f32::NEG_INFINITY, f32::INFINITY, half::bf16::to_f32, half::bf16::from_f32);
+relem!(i8, i64, false, i8::MIN as i64, i8::MAX as i64, |v| v as i64, |a| a as i8);
+relem!(i32, i64, false, i32::MIN as i64, i32::MAX as i64, |v| v as i64, |a| a as i32);
+relem!(i64, i64, false, i64::MIN, i64::MAX, |v| v, |a| a);
+relem!(u8, u64, false, 0, u8::MAX as u64, |v| v as u64, |a| a as u8);
+relem!(u32, u64, false, 0, u32::MAX as u64, |v| v as u64, |a| a as u32);
+relem!(u64, u64, false, 0, u64::MAX, |v| v, |a| a);
+relem!(bool, u64, false, 0, 1, |v| v as u64, |a| a != 0);
