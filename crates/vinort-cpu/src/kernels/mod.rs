@@ -24,6 +24,7 @@ pub mod shape;
 pub(crate) mod support;
 pub mod text;
 pub mod training;
+pub(crate) mod window;
 
 /// A registry with every kernel of this crate.
 pub fn registry() -> Registry {
