@@ -13,29 +13,18 @@ pub(crate) fn register(r: &mut Registry) {
     r.add("", "Unique", 11..=MAX_OPSET, unique_factory);
 }
 
-/// Runs `$body` with `$T` bound to the Rust type of any non-string, byte-sized-or-larger
-/// element type.
-macro_rules! dispatch_elem {
-    ($dt:expr, $T:ident => $body:expr) => {
-        match $dt {
-            DType::Bool => {
-                type $T = bool;
-                $body
-            }
-            other => $crate::kernel::with_numeric!(other, |$T| $body, other => {
-                Err(Error::unsupported(format!("element type {other}")))
-            }),
-        }
-    };
-}
-
 fn unique_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let axis = info.node.attr::<i64>("axis")?;
     let sorted = info.node.attr_or::<bool>("sorted", true)?;
     let n_out = info.node.outputs.len().clamp(1, 4);
     Ok(Box::new(FnKernel(move |inputs: &[Option<&Value>]| {
         let x = tensor_in(inputs, 0)?;
-        let mut out = dispatch_elem!(x.dtype(), T => unique::<T>(x, axis, sorted))?;
+        let mut out = match x.dtype() {
+            DType::Bool => unique::<bool>(x, axis, sorted),
+            dt => crate::kernel::with_numeric!(dt, |T| unique::<T>(x, axis, sorted), other => {
+                Err(Error::unsupported(format!("element type {other}")))
+            }),
+        }?;
         out.truncate(n_out);
         Ok(out)
     })))

@@ -145,6 +145,11 @@ impl MatMulPlan {
         }
     }
 
+    /// The integer product of `a` and `b` (aligned tensors of `T`) as a new tensor.
+    fn int_tensor<T: IntElem>(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        Tensor::try_build::<T, Error>(&self.out_shape, |o| self.int(a.as_slice()?, b.as_slice()?, o))
+    }
+
     fn int<T: IntElem>(&self, a: &[T], b: &[T], out: &mut [T]) -> Result<()> {
         let (m, n, k) = (self.m, self.n, self.k);
         if out.is_empty() {
@@ -216,16 +221,11 @@ impl Kernel for MatMul {
             from_compute(y, dtype)?
         } else {
             let (a, b) = (a.to_aligned(), b.to_aligned());
-            macro_rules! int {
-                ($t:ty) => {
-                    Tensor::try_build::<$t, Error>(&plan.out_shape, |o| plan.int(a.as_slice()?, b.as_slice()?, o))?
-                };
-            }
             match dtype {
-                DType::I32 => int!(i32),
-                DType::I64 => int!(i64),
-                DType::U32 => int!(u32),
-                DType::U64 => int!(u64),
+                DType::I32 => plan.int_tensor::<i32>(&a, &b)?,
+                DType::I64 => plan.int_tensor::<i64>(&a, &b)?,
+                DType::U32 => plan.int_tensor::<u32>(&a, &b)?,
+                DType::U64 => plan.int_tensor::<u64>(&a, &b)?,
                 d => return Err(Error::unsupported(format!("MatMul does not support {d}"))),
             }
         };
