@@ -110,62 +110,45 @@ where
 /// Highest opset of the default domain vinort knows (ONNX 1.23).
 pub const MAX_OPSET: i64 = 28;
 
-/// Runs `$body` with `$T` bound to the Rust type of a numeric element type (floats including
-/// f16/bf16, and 8- to 64-bit integers); any other type goes to the `$other => $fallback` arm.
-/// The one dtype dispatch kernel families share.
+/// THE dtype dispatch of the Cpu kernels: runs `$body` with `$T` bound to the Rust type of an
+/// element type; any other type goes to the `$other => $fallback` arm. The bound types implement
+/// [`crate::numeric::Numeric`]. Four sets:
+///
+/// - `with_numeric!(dt, |T| body, other => fallback)`: every numeric type (floats including
+///   f16/bf16, and 8- to 64-bit integers);
+/// - `with_numeric!(float dt, ...)`: f32, f64, f16, bf16 ([`crate::numeric::Float`]);
+/// - `with_numeric!(int dt, ...)`: the eight integer types ([`crate::numeric::Int`]);
+/// - `with_numeric!(compute dt, ...)`: the type a float kernel computes in: f32 for f32, f16
+///   and bf16 (the body sees tensors widened by [`crate::numeric::widen`]), f64 for f64.
+///
+/// One macro with arms, not one macro per family, so a new element type is added in one place.
 macro_rules! with_numeric {
-    ($dtype:expr, |$T:ident| $body:expr, $other:pat => $fallback:expr) => {
+    (float $dtype:expr, |$T:ident| $body:expr, $other:pat => $fallback:expr) => {
+        $crate::kernel::with_numeric!(@match $dtype, $T, $body, $other => $fallback;
+            F32 => f32, F64 => f64, F16 => ::half::f16, BF16 => ::half::bf16)
+    };
+    (int $dtype:expr, |$T:ident| $body:expr, $other:pat => $fallback:expr) => {
+        $crate::kernel::with_numeric!(@match $dtype, $T, $body, $other => $fallback;
+            I8 => i8, I16 => i16, I32 => i32, I64 => i64, U8 => u8, U16 => u16, U32 => u32, U64 => u64)
+    };
+    (compute $dtype:expr, |$T:ident| $body:expr, $other:pat => $fallback:expr) => {
+        $crate::kernel::with_numeric!(@match $dtype, $T, $body, $other => $fallback;
+            F32 | F16 | BF16 => f32, F64 => f64)
+    };
+    (@match $dtype:expr, $T:ident, $body:expr, $other:pat => $fallback:expr;
+        $($($D:ident)|+ => $ty:ty),+) => {
         match $dtype {
-            vinort_ir::DType::F32 => {
-                type $T = f32;
+            $($(vinort_ir::DType::$D)|+ => {
+                type $T = $ty;
                 $body
-            }
-            vinort_ir::DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            vinort_ir::DType::F16 => {
-                type $T = half::f16;
-                $body
-            }
-            vinort_ir::DType::BF16 => {
-                type $T = half::bf16;
-                $body
-            }
-            vinort_ir::DType::I8 => {
-                type $T = i8;
-                $body
-            }
-            vinort_ir::DType::I16 => {
-                type $T = i16;
-                $body
-            }
-            vinort_ir::DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            vinort_ir::DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            vinort_ir::DType::U8 => {
-                type $T = u8;
-                $body
-            }
-            vinort_ir::DType::U16 => {
-                type $T = u16;
-                $body
-            }
-            vinort_ir::DType::U32 => {
-                type $T = u32;
-                $body
-            }
-            vinort_ir::DType::U64 => {
-                type $T = u64;
-                $body
-            }
+            })+
             $other => $fallback,
         }
+    };
+    ($dtype:expr, |$T:ident| $body:expr, $other:pat => $fallback:expr) => {
+        $crate::kernel::with_numeric!(@match $dtype, $T, $body, $other => $fallback;
+            F32 => f32, F64 => f64, F16 => ::half::f16, BF16 => ::half::bf16,
+            I8 => i8, I16 => i16, I32 => i32, I64 => i64, U8 => u8, U16 => u16, U32 => u32, U64 => u64)
     };
 }
 pub(crate) use with_numeric;

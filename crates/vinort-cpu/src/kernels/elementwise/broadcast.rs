@@ -16,12 +16,11 @@ use smallvec::SmallVec;
 use vinort_ir::tensor::{numel, strides_of};
 use vinort_ir::{Elem, Error, Result, Shape, Tensor};
 
-/// Output size from which the drivers below split the work over rayon's pool; below it thread
-/// hand-off costs more than the loop.
-pub const PAR_THRESHOLD: usize = 1 << 16;
+use crate::par;
 
-/// Output elements per rayon task above [`PAR_THRESHOLD`].
-pub const PAR_CHUNK: usize = 1 << 14;
+/// The elementwise threshold under its old name (the family's tests use it).
+#[cfg(test)]
+pub(crate) use crate::par::ELEMENTWISE as PAR_THRESHOLD;
 
 /// The broadcast of two shapes, or an error naming both.
 pub fn broadcast_shape(a: &[usize], b: &[usize]) -> Result<Shape> {
@@ -169,8 +168,10 @@ impl<const N: usize> Broadcast<N> {
     /// Runs `fill(start, out_chunk)` over `out` (the output buffer, `len()` long), in parallel
     /// chunks when the output is large enough to pay for it.
     pub fn fill_par<O: Send>(&self, out: &mut [O], fill: impl Fn(usize, &mut [O]) + Sync) {
-        if out.len() >= PAR_THRESHOLD {
-            out.par_chunks_mut(PAR_CHUNK).enumerate().for_each(|(i, c)| fill(i * PAR_CHUNK, c));
+        if out.len() >= par::ELEMENTWISE {
+            out.par_chunks_mut(par::ELEMENTWISE_CHUNK)
+                .enumerate()
+                .for_each(|(i, c)| fill(i * par::ELEMENTWISE_CHUNK, c));
         } else {
             fill(0, out);
         }
@@ -254,15 +255,17 @@ pub fn unary_map<I: Elem, O: Elem>(x: &Tensor, f: impl Fn(I) -> O + Sync) -> Res
 }
 
 /// Writes `f(x)` for every element of `x` into `out` (of equal length), in parallel chunks above
-/// [`PAR_THRESHOLD`].
+/// [`par::ELEMENTWISE`].
 pub fn unary_slices<I: Copy + Sync, O: Send>(x: &[I], out: &mut [O], f: impl Fn(I) -> O + Sync) {
     let run = |x: &[I], out: &mut [O]| {
         for (o, v) in out.iter_mut().zip(x) {
             *o = f(*v);
         }
     };
-    if out.len() >= PAR_THRESHOLD {
-        out.par_chunks_mut(PAR_CHUNK).zip(x.par_chunks(PAR_CHUNK)).for_each(|(o, x)| run(x, o));
+    if out.len() >= par::ELEMENTWISE {
+        out.par_chunks_mut(par::ELEMENTWISE_CHUNK)
+            .zip(x.par_chunks(par::ELEMENTWISE_CHUNK))
+            .for_each(|(o, x)| run(x, o));
     } else {
         run(x, out);
     }

@@ -6,7 +6,7 @@
 
 use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
-use vinort_ir::{DType, Elem, Error, Result, Tensor};
+use vinort_ir::{DType, Elem, Result, Tensor};
 
 /// Arithmetic shared by the float and integer element types.
 pub(crate) trait Num: Elem + PartialOrd {
@@ -238,10 +238,7 @@ macro_rules! int_dispatch {
 
 pub(crate) use {int_dispatch, num_dispatch};
 
-/// True for the 16-bit float types, which this family computes through f32.
-pub(crate) fn is_half(dt: DType) -> bool {
-    matches!(dt, DType::F16 | DType::BF16)
-}
+pub(crate) use crate::numeric::{bad_dtype, is_half};
 
 /// An f16/bf16 tensor widened to f32 (other tensors are returned as they are).
 pub(crate) fn widen(t: &Tensor) -> Result<Tensor> {
@@ -271,11 +268,6 @@ pub(crate) fn narrow(t: Tensor, dt: DType) -> Result<Tensor> {
         }
         _ => t,
     })
-}
-
-/// The error a kernel gives at run time for an element type it does not handle.
-pub(crate) fn bad_dtype(op: &str, dt: DType) -> Error {
-    Error::invalid(format!("{op} does not support {dt} tensors"))
 }
 
 const FRAC_2_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;

@@ -33,9 +33,6 @@ pub(crate) fn register(r: &mut Registry) {
     r.add(ML_DOMAIN, "TreeEnsemble", 5..=ML_MAX_OPSET, factory);
 }
 
-/// Row-tree visits above which rows are split across rayon tasks.
-const PAR_MIN: usize = 1 << 14;
-
 /// How leaf weights of one target combine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Aggregate {
@@ -379,7 +376,7 @@ impl TreeEnsemble {
         let mut out = vec![0.0f64; rows * t];
         if t > 0 && feats > 0 {
             let score = |(o, r): (&mut [f64], &[f64])| self.score_row(r, o);
-            if rows * self.roots.len() >= PAR_MIN {
+            if rows * self.roots.len() >= crate::par::TREE_VISITS {
                 out.par_chunks_mut(t).zip(xs.par_chunks(feats)).for_each(score);
             } else {
                 out.chunks_mut(t).zip(xs.chunks(feats)).for_each(score);

@@ -32,7 +32,7 @@ pub(crate) fn register(r: &mut Registry) {
 }
 
 /// Elements above which kernels split work across rayon tasks.
-pub(crate) const PAR_MIN: usize = 1 << 15;
+pub(crate) use crate::par::ELEMENTS as PAR_MIN;
 
 /// Inclusive range of an integer quantized type (8 bits or fewer, or 16 bits).
 pub(crate) fn int_range(d: DType) -> Option<(i32, i32)> {
