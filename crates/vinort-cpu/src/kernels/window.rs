@@ -46,7 +46,7 @@ fn positive(node: &Node, name: &str) -> Result<Option<Vec<usize>>> {
             .map(|x| usize::try_from(*x).ok().filter(|x| *x > 0))
             .collect::<Option<Vec<_>>>()
             .map(Some)
-            .ok_or_else(|| node.error(format!("{name} must all be positive, got {v:?}"))),
+            .ok_or_else(|| node.error(format!("attribute '{name}' must all be positive, got {v:?}"))),
     }
 }
 
@@ -56,7 +56,7 @@ impl WindowAttrs {
         if let Some(p) = &pads
             && p.iter().any(|x| *x < 0)
         {
-            return Err(node.error(format!("pads must be non-negative, got {p:?}")));
+            return Err(node.error(format!("attribute 'pads' must be non-negative, got {p:?}")));
         }
         Ok(WindowAttrs {
             kernel: positive(node, "kernel_shape")?,

@@ -13,8 +13,6 @@
 //! Resize interpolates in f32 (f64 for f64 data); the other float kernels compute in f64 and
 //! round once into the output type.
 
-use std::ops::{Add, AddAssign, Mul};
-
 use vinort_ir::{DType, Error, Result, Tensor};
 
 use crate::kernel::Registry;
@@ -38,36 +36,7 @@ pub(crate) fn register(r: &mut Registry) {
 pub(crate) const PAR_MIN: usize = 1 << 15;
 
 /// The type a Resize pass accumulates in: f32, or f64 for f64 data.
-pub(crate) trait Acc:
-    Copy + Send + Sync + Default + PartialEq + Add<Output = Self> + Mul<Output = Self> + AddAssign
-{
-    /// Rounds an f64 to this type.
-    fn from_f64(v: f64) -> Self;
-    /// Widens to f64.
-    fn to_f64(self) -> f64;
-}
-
-impl Acc for f32 {
-    #[inline(always)]
-    fn from_f64(v: f64) -> Self {
-        v as f32
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-}
-
-impl Acc for f64 {
-    #[inline(always)]
-    fn from_f64(v: f64) -> Self {
-        v
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        self
-    }
-}
+pub(crate) use crate::kernels::linalg::common::Real as Acc;
 
 /// A numeric tensor's elements converted to `A` (f32 data is copied without conversion).
 pub(crate) fn load_acc<A: Acc>(t: &Tensor) -> Result<Vec<A>> {

@@ -9,43 +9,76 @@ use vinort_ir::{DType, Error, Node, Result, Tensor};
 
 pub(crate) use crate::kernels::dense::{GemmElem, View, matmul_into};
 
-/// The element types the kernels compute in: f32 and f64 (sealed through [`GemmElem`], whose
-/// `ZERO` and `ONE` they use).
+/// The types the float kernels compute in: f32 and f64 (sealed through [`GemmElem`], whose
+/// `ZERO` and `ONE` they use). Shared by linalg, conv, pool and norm, so one set of f32/f64
+/// forwarding impls serves them all.
 pub(crate) trait Real:
     GemmElem
     + PartialOrd
+    + Default
+    + std::fmt::Debug
     + std::ops::Add<Output = Self>
     + std::ops::Sub<Output = Self>
     + std::ops::Mul<Output = Self>
     + std::ops::Div<Output = Self>
+    + std::ops::Neg<Output = Self>
     + std::ops::AddAssign
 {
+    /// Negative infinity.
+    const NEG_INF: Self;
+    /// From f64 (rounding).
     fn from_f64(v: f64) -> Self;
+    /// From a count.
     fn from_usize(v: usize) -> Self;
+    /// To f64.
+    fn to_f64(self) -> f64;
     fn abs(self) -> Self;
     fn powf(self, p: Self) -> Self;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn sqrt(self) -> Self;
 }
 
 macro_rules! real {
-    ($t:ty) => {
+    ($($t:ty),*) => {$(
         impl Real for $t {
+            const NEG_INF: Self = <$t>::NEG_INFINITY;
+            #[inline(always)]
             fn from_f64(v: f64) -> Self {
                 v as $t
             }
+            #[inline(always)]
             fn from_usize(v: usize) -> Self {
                 v as $t
             }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
             fn abs(self) -> Self {
                 <$t>::abs(self)
             }
+            #[inline(always)]
             fn powf(self, p: Self) -> Self {
                 <$t>::powf(self, p)
             }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            #[inline(always)]
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
         }
-    };
+    )*};
 }
-real!(f32);
-real!(f64);
+real!(f32, f64);
 
 /// The tensor in the type the kernels compute in: f16 and bf16 are widened to f32, f32 and
 /// f64 pass through untouched.

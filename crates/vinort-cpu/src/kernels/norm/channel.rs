@@ -9,8 +9,8 @@ use vinort_ir::tensor::numel;
 use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
 use super::normalization::{mean_inv, store_real};
-use super::{Float, Real, dispatch_float, for_rows, load_real, require_float};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in};
+use super::{Float, GemmElem, Real, for_rows, load_real, not_float, require_float};
+use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in, with_numeric};
 
 pub(crate) fn register(r: &mut Registry) {
     r.add("", "BatchNormalization", 6..=MAX_OPSET, batch_factory);
@@ -62,7 +62,7 @@ fn batch_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 impl Kernel for BatchNorm {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
         let x = tensor_in(inputs, 0)?;
-        dispatch_float!(x.dtype(), T => self.run_t::<T>(x, inputs))
+        with_numeric!(float x.dtype(), |T| self.run_t::<T>(x, inputs), other => Err(not_float(other)))
     }
 }
 
@@ -137,7 +137,7 @@ fn instance_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 impl Kernel for InstanceNorm {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
         let x = tensor_in(inputs, 0)?;
-        dispatch_float!(x.dtype(), T => self.run_t::<T>(x, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?))
+        with_numeric!(float x.dtype(), |T| self.run_t::<T>(x, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?), other => Err(not_float(other)))
     }
 }
 
@@ -183,7 +183,7 @@ fn group_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 impl Kernel for GroupNorm {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
         let x = tensor_in(inputs, 0)?;
-        dispatch_float!(x.dtype(), T => self.run_t::<T>(x, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?))
+        with_numeric!(float x.dtype(), |T| self.run_t::<T>(x, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?), other => Err(not_float(other)))
     }
 }
 

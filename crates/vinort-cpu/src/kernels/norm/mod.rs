@@ -10,13 +10,12 @@
 //! Floating-point kernels cover f32, f64, f16 and bf16; the half types are computed in f32
 //! (f64 stays f64), so no kernel accumulates in a 16-bit type.
 
-use std::ops::{Add, AddAssign, Div, Mul, Neg, Sub};
-
 use rayon::prelude::*;
 use vinort_ir::{DType, Elem, Error, Result, Tensor};
 
 use crate::kernel::{NodeInfo, Registry};
 use crate::kernels::elementwise::broadcast::Broadcast;
+pub(crate) use crate::kernels::linalg::common::{GemmElem, Real};
 
 pub mod channel;
 pub mod normalization;
@@ -39,92 +38,8 @@ pub(crate) const PAR_MIN: usize = 1 << 15;
 /// Elements of work each rayon task gets at least.
 pub(crate) const GRAIN: usize = 1 << 13;
 
-/// The arithmetic type a floating-point kernel computes in (f32 or f64).
-pub trait Real:
-    Copy
-    + Send
-    + Sync
-    + PartialOrd
-    + Default
-    + Add<Output = Self>
-    + Sub<Output = Self>
-    + Mul<Output = Self>
-    + Div<Output = Self>
-    + Neg<Output = Self>
-    + AddAssign
-    + std::fmt::Debug
-    + 'static
-{
-    /// 0.
-    const ZERO: Self;
-    /// 1.
-    const ONE: Self;
-    /// Negative infinity.
-    const NEG_INF: Self;
-    /// e^x.
-    fn exp(self) -> Self;
-    /// Natural logarithm.
-    fn ln(self) -> Self;
-    /// Square root.
-    fn sqrt(self) -> Self;
-    /// Absolute value.
-    fn abs(self) -> Self;
-    /// self^e.
-    fn powf(self, e: Self) -> Self;
-    /// From f64 (rounding).
-    fn from_f64(v: f64) -> Self;
-    /// To f64.
-    fn to_f64(self) -> f64;
-    /// NaN test.
-    fn is_nan(self) -> bool;
-}
-
-macro_rules! real {
-    ($t:ty) => {
-        impl Real for $t {
-            const ZERO: Self = 0.0;
-            const ONE: Self = 1.0;
-            const NEG_INF: Self = <$t>::NEG_INFINITY;
-            #[inline(always)]
-            fn exp(self) -> Self {
-                <$t>::exp(self)
-            }
-            #[inline(always)]
-            fn ln(self) -> Self {
-                <$t>::ln(self)
-            }
-            #[inline(always)]
-            fn sqrt(self) -> Self {
-                <$t>::sqrt(self)
-            }
-            #[inline(always)]
-            fn abs(self) -> Self {
-                <$t>::abs(self)
-            }
-            #[inline(always)]
-            fn powf(self, e: Self) -> Self {
-                <$t>::powf(self, e)
-            }
-            #[inline(always)]
-            fn from_f64(v: f64) -> Self {
-                v as $t
-            }
-            #[inline(always)]
-            fn to_f64(self) -> f64 {
-                self as f64
-            }
-            #[inline(always)]
-            fn is_nan(self) -> bool {
-                <$t>::is_nan(self)
-            }
-        }
-    };
-}
-real!(f32);
-real!(f64);
-
 /// A floating-point element type and the type it is computed in.
-pub trait Float: Elem {
+pub(crate) trait Float: Elem {
     /// The compute type.
     type R: Real;
     /// True when `R` is `Self`, so intermediate values stored in the output lose nothing.
@@ -187,32 +102,10 @@ impl Float for half::bf16 {
     }
 }
 
-/// Runs `$body` with `$T` bound to the Rust type of a floating-point `DType`; other types are
-/// [`Error::Unsupported`].
-macro_rules! dispatch_float {
-    ($dt:expr, $T:ident => $body:expr) => {
-        match $dt {
-            vinort_ir::DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            vinort_ir::DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            vinort_ir::DType::F16 => {
-                type $T = half::f16;
-                $body
-            }
-            vinort_ir::DType::BF16 => {
-                type $T = half::bf16;
-                $body
-            }
-            other => Err(vinort_ir::Error::unsupported(format!("element type {other} (expected a float type)"))),
-        }
-    };
+/// The error of a float-only kernel given a tensor of another element type.
+pub(crate) fn not_float(d: DType) -> Error {
+    Error::unsupported(format!("element type {d} (expected a float type)"))
 }
-pub(crate) use dispatch_float;
 
 /// Refuses a node whose input `i` has a known non-float element type.
 pub(crate) fn require_float(info: &NodeInfo<'_>, i: usize) -> Result<()> {

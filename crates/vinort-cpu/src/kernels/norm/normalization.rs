@@ -6,8 +6,8 @@
 use vinort_ir::tensor::numel;
 use vinort_ir::{DType, Result, RunContext, Tensor, Value};
 
-use super::{Float, Real, broadcast_to, dispatch_float, for_rows, load_real, require_float};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in};
+use super::{Float, GemmElem, Real, broadcast_to, for_rows, load_real, not_float, require_float};
+use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in, with_numeric};
 
 pub(crate) fn register(r: &mut Registry) {
     r.add("", "LayerNormalization", 17..=MAX_OPSET, layer_factory);
@@ -16,11 +16,11 @@ pub(crate) fn register(r: &mut Registry) {
 
 /// A float tensor of `dtype` (f32 or bf16 for statistics outputs, or any float) from `R`s.
 pub(super) fn store_real<R: Real>(dtype: DType, shape: &[usize], v: &[R]) -> Result<Tensor> {
-    dispatch_float!(dtype, T => Ok(Tensor::build::<T>(shape, |o| {
+    with_numeric!(float dtype, |T| Ok(Tensor::build::<T>(shape, |o| {
         for (o, v) in o.iter_mut().zip(v) {
             *o = T::store(<T as Float>::R::from_f64(v.to_f64()));
         }
-    })))
+    })), other => Err(not_float(other)))
 }
 
 /// Mean and 1/sqrt(var + eps) of a row, two-pass so a large mean does not cancel the variance.
@@ -99,7 +99,7 @@ impl Kernel for LayerNorm {
         let x = tensor_in(inputs, 0)?;
         let scale = tensor_in(inputs, 1)?;
         let bias = if self.rms { None } else { opt_tensor_in(inputs, 2)? };
-        dispatch_float!(x.dtype(), T => self.run_t::<T>(x, scale, bias))
+        with_numeric!(float x.dtype(), |T| self.run_t::<T>(x, scale, bias), other => Err(not_float(other)))
     }
 }
 

@@ -8,8 +8,8 @@ use vinort_ir::tensor::numel;
 use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
 use super::channel::ncs;
-use super::{Float, Real, broadcast_to, dispatch_float, for_rows, require_float};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in};
+use super::{Float, GemmElem, Real, broadcast_to, for_rows, not_float, require_float};
+use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in, with_numeric};
 use crate::kernels::reduce::fold::{SumOf, reduce_fold};
 
 pub(crate) fn register(r: &mut Registry) {
@@ -30,7 +30,7 @@ fn mvn_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 impl Kernel for Mvn {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
         let x = tensor_in(inputs, 0)?;
-        dispatch_float!(x.dtype(), T => self.run_t::<T>(x))
+        with_numeric!(float x.dtype(), |T| self.run_t::<T>(x), other => Err(not_float(other)))
     }
 }
 
@@ -85,7 +85,7 @@ fn lp_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 impl Kernel for LpNorm {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
         let x = tensor_in(inputs, 0)?;
-        dispatch_float!(x.dtype(), T => self.run_t::<T>(x))
+        with_numeric!(float x.dtype(), |T| self.run_t::<T>(x), other => Err(not_float(other)))
     }
 }
 
@@ -150,7 +150,7 @@ fn lrn_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 impl Kernel for Lrn {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
         let x = tensor_in(inputs, 0)?;
-        dispatch_float!(x.dtype(), T => self.run_t::<T>(x))
+        with_numeric!(float x.dtype(), |T| self.run_t::<T>(x), other => Err(not_float(other)))
     }
 }
 

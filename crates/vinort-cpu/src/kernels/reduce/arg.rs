@@ -3,8 +3,9 @@
 //! (`select_last_index` from 12), for every int type of 8–64 bits and f32, f64, f16, bf16.
 
 use vinort_ir::tensor::numel;
-use vinort_ir::{DType, Elem, Error, Result, RunContext, Tensor, Value};
+use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
+use super::elem::RElem;
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in};
 use crate::kernels::norm::for_rows;
 
@@ -44,48 +45,15 @@ fn arg_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 impl Kernel for Arg {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
         let x = tensor_in(inputs, 0)?;
-        let t = match x.dtype() {
-            DType::F32 => self.run_t::<f32>(x),
-            DType::F64 => self.run_t::<f64>(x),
-            DType::F16 => self.run_t::<half::f16>(x),
-            DType::BF16 => self.run_t::<half::bf16>(x),
-            DType::I8 => self.run_t::<i8>(x),
-            DType::I16 => self.run_t::<i16>(x),
-            DType::I32 => self.run_t::<i32>(x),
-            DType::I64 => self.run_t::<i64>(x),
-            DType::U8 => self.run_t::<u8>(x),
-            DType::U16 => self.run_t::<u16>(x),
-            DType::U32 => self.run_t::<u32>(x),
-            DType::U64 => self.run_t::<u64>(x),
-            d => Err(Error::unsupported(format!("ArgMax/ArgMin of {d}"))),
-        }?;
+        let t = crate::kernel::with_numeric!(x.dtype(), |T| self.run_t::<T>(x), d => {
+            Err(Error::unsupported(format!("ArgMax/ArgMin of {d}")))
+        })?;
         Ok(vec![t.into()])
     }
 }
 
-/// An element ArgMax/ArgMin compares, widened to an ordered type.
-trait Ordered: Elem {
-    type K: PartialOrd + Copy + Send + Sync;
-    fn key(self) -> Self::K;
-}
-
-macro_rules! ordered {
-    ($($t:ty => $k:ty, $f:expr);* $(;)?) => {$(
-        impl Ordered for $t {
-            type K = $k;
-            #[inline(always)]
-            fn key(self) -> $k {
-                $f(self)
-            }
-        }
-    )*};
-}
-ordered!(f32 => f32, |v| v; f64 => f64, |v| v; half::f16 => f32, half::f16::to_f32;
-    half::bf16 => f32, half::bf16::to_f32; i8 => i8, |v| v; i16 => i16, |v| v; i32 => i32, |v| v;
-    i64 => i64, |v| v; u8 => u8, |v| v; u16 => u16, |v| v; u32 => u32, |v| v; u64 => u64, |v| v);
-
 impl Arg {
-    fn run_t<T: Ordered>(&self, x: &Tensor) -> Result<Tensor> {
+    fn run_t<T: RElem>(&self, x: &Tensor) -> Result<Tensor> {
         let shape = x.shape();
         let a = norm_axis(self.axis, shape.len())?;
         let (n, inner) = (shape[a], numel(&shape[a + 1..]));
@@ -101,7 +69,7 @@ impl Arg {
         let xs = x.as_slice::<T>()?;
         let (max, last) = (self.max, self.last);
         // `better(new, best)`: strictly better, or equal when the last index is wanted.
-        let better = move |v: T::K, b: T::K| match (max, last) {
+        let better = move |v: T::A, b: T::A| match (max, last) {
             (true, false) => v > b,
             (true, true) => v >= b,
             (false, false) => v < b,
@@ -110,11 +78,11 @@ impl Arg {
         Ok(Tensor::build::<i64>(&out_shape, |out| {
             let block = n * inner;
             for_rows(xs, block, out, inner, |_, xb, ob| {
-                let mut best: Vec<T::K> = xb.iter().take(inner).map(|v| v.key()).collect();
+                let mut best: Vec<T::A> = xb.iter().take(inner).map(|v| v.load()).collect();
                 ob.fill(0);
                 for (r, xr) in xb.chunks_exact(inner).enumerate().skip(1) {
                     for ((b, o), v) in best.iter_mut().zip(ob.iter_mut()).zip(xr) {
-                        let v = v.key();
+                        let v = v.load();
                         if better(v, *b) {
                             *b = v;
                             *o = r as i64;

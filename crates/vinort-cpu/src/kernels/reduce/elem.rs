@@ -1,6 +1,7 @@
-//! The element types the reductions read ([`RElem`]) and the types they accumulate in
-//! ([`Acc`]): f16 and bf16 accumulate in f32, integers in i64/u64 (sums and products wrap as
-//! they would in the element type).
+//! The element types the reductions, ArgMax/ArgMin, CumProd and Einsum read ([`RElem`]: every
+//! numeric type and bool) and the types they accumulate in ([`Acc`]): f16 and bf16 accumulate
+//! in f32, integers in i64/u64 (sums and products wrap as they would in the element type, since
+//! narrowing a wrapped 64-bit result is the element type's own wrapping result).
 
 use vinort_ir::Elem;
 
@@ -162,9 +163,11 @@ relem!(f64, f64, true, f64::NEG_INFINITY, f64::INFINITY, |v| v, |a| a);
 relem!(half::f16, f32, true, f32::NEG_INFINITY, f32::INFINITY, half::f16::to_f32, half::f16::from_f32);
 relem!(half::bf16, f32, true, f32::NEG_INFINITY, f32::INFINITY, half::bf16::to_f32, half::bf16::from_f32);
 relem!(i8, i64, false, i8::MIN as i64, i8::MAX as i64, |v| v as i64, |a| a as i8);
+relem!(i16, i64, false, i16::MIN as i64, i16::MAX as i64, |v| v as i64, |a| a as i16);
 relem!(i32, i64, false, i32::MIN as i64, i32::MAX as i64, |v| v as i64, |a| a as i32);
 relem!(i64, i64, false, i64::MIN, i64::MAX, |v| v, |a| a);
 relem!(u8, u64, false, 0, u8::MAX as u64, |v| v as u64, |a| a as u8);
+relem!(u16, u64, false, 0, u16::MAX as u64, |v| v as u64, |a| a as u16);
 relem!(u32, u64, false, 0, u32::MAX as u64, |v| v as u64, |a| a as u32);
 relem!(u64, u64, false, 0, u64::MAX, |v| v, |a| a);
 relem!(bool, u64, false, 0, 1, |v| v as u64, |a| a != 0);

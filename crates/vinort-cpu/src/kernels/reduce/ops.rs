@@ -158,18 +158,10 @@ impl Kernel for Reduce {
         }
         let out_shape = reduced_shape(x.shape(), &mask, self.keepdims);
         let t = match x.dtype() {
-            DType::F32 => self.run_t::<f32>(x, &mask, &out_shape),
-            DType::F64 => self.run_t::<f64>(x, &mask, &out_shape),
-            DType::F16 => self.run_t::<half::f16>(x, &mask, &out_shape),
-            DType::BF16 => self.run_t::<half::bf16>(x, &mask, &out_shape),
-            DType::I32 => self.run_t::<i32>(x, &mask, &out_shape),
-            DType::I64 => self.run_t::<i64>(x, &mask, &out_shape),
-            DType::U32 => self.run_t::<u32>(x, &mask, &out_shape),
-            DType::U64 => self.run_t::<u64>(x, &mask, &out_shape),
-            DType::I8 => self.run_t::<i8>(x, &mask, &out_shape),
-            DType::U8 => self.run_t::<u8>(x, &mask, &out_shape),
             DType::Bool => self.run_t::<bool>(x, &mask, &out_shape),
-            d => Err(Error::unsupported(format!("{:?} reduction of {d}", self.op))),
+            dt => crate::kernel::with_numeric!(dt, |T| self.run_t::<T>(x, &mask, &out_shape), d => {
+                Err(Error::unsupported(format!("{:?} reduction of {d}", self.op)))
+            }),
         }?;
         Ok(vec![t.into()])
     }
