@@ -18,9 +18,6 @@ use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor
 use crate::kernels::rnn::math::{Float, Mat, matmul};
 use crate::kernels::window::WindowAttrs;
 
-/// Column elements of one image above which sampling runs on rayon tasks per channel.
-const PAR_MIN: usize = 1 << 15;
-
 pub(crate) fn register(r: &mut Registry) {
     r.add("", "DeformConv", 19..=MAX_OPSET, factory);
 }
@@ -267,7 +264,7 @@ impl DeformConv {
         if plane == 0 {
             return;
         }
-        if cols.len() >= PAR_MIN {
+        if cols.len() >= crate::par::ELEMENTS {
             cols.par_chunks_mut(plane).enumerate().for_each(fill);
         } else {
             cols.chunks_mut(plane).enumerate().for_each(fill);

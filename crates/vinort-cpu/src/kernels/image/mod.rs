@@ -33,7 +33,7 @@ pub(crate) fn register(r: &mut Registry) {
 }
 
 /// Work (in output elements) below which a kernel stays on the calling thread.
-pub(crate) const PAR_MIN: usize = 1 << 15;
+pub(crate) use crate::par::ELEMENTS as PAR_MIN;
 
 /// The type a Resize pass accumulates in: f32, or f64 for f64 data.
 pub(crate) use crate::kernels::linalg::common::Real as Acc;

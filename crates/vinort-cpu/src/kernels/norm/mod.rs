@@ -16,6 +16,7 @@ use vinort_ir::{DType, Elem, Error, Result, Tensor};
 use crate::kernel::{NodeInfo, Registry};
 use crate::kernels::elementwise::broadcast::Broadcast;
 pub(crate) use crate::kernels::linalg::common::{GemmElem, Real};
+use crate::par;
 
 pub mod channel;
 pub mod normalization;
@@ -30,13 +31,6 @@ pub(crate) fn register(r: &mut Registry) {
     channel::register(r);
     unscaled::register(r);
 }
-
-/// Work (in elements touched) below which a kernel stays on the calling thread: below this,
-/// handing rows to rayon costs more than the arithmetic.
-pub(crate) const PAR_MIN: usize = 1 << 15;
-
-/// Elements of work each rayon task gets at least.
-pub(crate) const GRAIN: usize = 1 << 13;
 
 /// A floating-point element type and the type it is computed in.
 pub(crate) trait Float: Elem {
@@ -162,13 +156,13 @@ where
     let rows = out.len() / orow;
     let work = xrow.max(orow);
     let row_x = |r: usize| x.get(r * xrow..(r + 1) * xrow).unwrap_or(&[]);
-    if rows * work < PAR_MIN || rows < 2 {
+    if rows * work < par::ELEMENTS || rows < 2 {
         for (r, o) in out.chunks_exact_mut(orow).enumerate() {
             f(r, row_x(r), o);
         }
         return;
     }
-    let per = (GRAIN / work.max(1)).max(1);
+    let per = (par::GRAIN / work.max(1)).max(1);
     out.par_chunks_mut(per * orow).enumerate().for_each(|(c, block)| {
         for (k, o) in block.chunks_exact_mut(orow).enumerate() {
             f(c * per + k, row_x(c * per + k), o);

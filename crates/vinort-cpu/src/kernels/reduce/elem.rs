@@ -5,6 +5,8 @@
 
 use vinort_ir::Elem;
 
+use crate::numeric::Numeric;
+
 /// The integer or float type a reduction accumulates in.
 pub trait Acc: Copy + Send + Sync + PartialOrd + 'static {
     /// 0.
@@ -34,91 +36,51 @@ pub trait Acc: Copy + Send + Sync + PartialOrd + 'static {
     }
 }
 
-macro_rules! acc_float {
-    ($t:ty) => {
+/// The accumulator impls: the arithmetic is `Numeric`'s (wrapping for integers); only the
+/// constants and `exp` (native for floats, through f64 for integers) differ per type.
+macro_rules! acc {
+    ($($t:ty: $zero:literal, $one:literal, $exp:expr);*) => {$(
         impl Acc for $t {
-            const ZERO: Self = 0.0;
-            const ONE: Self = 1.0;
+            const ZERO: Self = $zero;
+            const ONE: Self = $one;
             #[inline(always)]
             fn add(self, o: Self) -> Self {
-                self + o
+                self.wrap_add(o)
             }
             #[inline(always)]
             fn sub(self, o: Self) -> Self {
-                self - o
+                self.wrap_sub(o)
             }
             #[inline(always)]
             fn mul(self, o: Self) -> Self {
-                self * o
+                self.wrap_mul(o)
             }
             #[inline(always)]
             fn abs(self) -> Self {
-                <$t>::abs(self)
+                self.wrap_abs()
             }
             #[inline(always)]
             fn to_f64(self) -> f64 {
-                self as f64
+                self.as_f64()
             }
             #[inline(always)]
             fn from_f64(v: f64) -> Self {
-                v as $t
+                <$t as Numeric>::from_f64_as(v)
             }
             #[inline(always)]
             fn exp(self) -> Self {
-                <$t>::exp(self)
+                $exp(self)
             }
             #[inline(always)]
             fn div_count(self, n: usize) -> Self {
-                self / n as $t
+                // Integers truncate and give 0 for n = 0; floats give 0/0 = NaN.
+                self.wrap_div(<$t as Numeric>::from_f64_as(n as f64))
             }
         }
-    };
+    )*};
 }
-acc_float!(f32);
-acc_float!(f64);
-
-macro_rules! acc_int {
-    ($t:ty, $abs:expr) => {
-        impl Acc for $t {
-            const ZERO: Self = 0;
-            const ONE: Self = 1;
-            #[inline(always)]
-            fn add(self, o: Self) -> Self {
-                self.wrapping_add(o)
-            }
-            #[inline(always)]
-            fn sub(self, o: Self) -> Self {
-                self.wrapping_sub(o)
-            }
-            #[inline(always)]
-            fn mul(self, o: Self) -> Self {
-                self.wrapping_mul(o)
-            }
-            #[inline(always)]
-            fn abs(self) -> Self {
-                $abs(self)
-            }
-            #[inline(always)]
-            fn to_f64(self) -> f64 {
-                self as f64
-            }
-            #[inline(always)]
-            fn from_f64(v: f64) -> Self {
-                v as $t
-            }
-            #[inline(always)]
-            fn exp(self) -> Self {
-                (self as f64).exp() as $t
-            }
-            #[inline(always)]
-            fn div_count(self, n: usize) -> Self {
-                if n == 0 { 0 } else { self.wrapping_div(n as $t) }
-            }
-        }
-    };
-}
-acc_int!(i64, i64::wrapping_abs);
-acc_int!(u64, |v: u64| v);
+acc!(f32: 0.0, 1.0, f32::exp; f64: 0.0, 1.0, f64::exp;
+    i64: 0, 1, |v: i64| (v as f64).exp() as i64; u64: 0, 1, |v: u64| (v as f64).exp() as u64);
 
 /// An element type a reduction reads, with its accumulator.
 pub trait RElem: Elem {

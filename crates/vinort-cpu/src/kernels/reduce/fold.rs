@@ -10,7 +10,7 @@
 use rayon::prelude::*;
 
 use super::elem::{Acc, RElem};
-use crate::kernels::norm::{GRAIN, PAR_MIN};
+use crate::par::{ELEMENTS as PAR_MIN, GRAIN};
 
 /// A reduction as a fold: a state per output, a step per element, a merge of two partial
 /// states (for lanes and threads), and a read-out.
