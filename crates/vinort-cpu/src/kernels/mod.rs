@@ -1,62 +1,52 @@
-//! Kernels, one file per op family. Each file's `register` adds its ops to the registry.
+//! Kernels, one folder per op family, grouped by what the ops do. Each family's `register`
+//! adds its ops to the registry.
 
 use crate::kernel::Registry;
 
-#[cfg(feature = "k-attention")]
 pub mod attention;
+pub(crate) mod bitcast;
 pub mod control;
-#[cfg(any(feature = "k-linalg", feature = "k-rnn"))]
+pub mod conv;
 pub(crate) mod dense;
-#[cfg(feature = "k-elementwise")]
 pub mod elementwise;
-#[cfg(feature = "k-image")]
+pub mod gather;
 pub mod image;
-#[cfg(feature = "k-linalg")]
 pub mod linalg;
-#[cfg(feature = "k-loss")]
 pub mod loss;
-#[cfg(feature = "k-ml")]
 pub mod ml;
-#[cfg(feature = "k-norm")]
 pub mod norm;
-#[cfg(feature = "k-quant")]
+pub mod pool;
 pub mod quant;
-#[cfg(feature = "k-rnn")]
+pub mod reduce;
 pub mod rnn;
-#[cfg(feature = "k-sequence")]
 pub mod sequence;
-#[cfg(feature = "k-shape")]
 pub mod shape;
-#[cfg(feature = "k-text")]
+pub(crate) mod support;
 pub mod text;
+pub mod training;
+pub(crate) mod window;
 
 /// A registry with every kernel of this crate.
 pub fn registry() -> Registry {
     let mut r = Registry::default();
     control::register(&mut r);
-    #[cfg(feature = "k-elementwise")]
     elementwise::register(&mut r);
-    #[cfg(feature = "k-linalg")]
     linalg::register(&mut r);
-    #[cfg(feature = "k-norm")]
+    conv::register(&mut r);
+    pool::register(&mut r);
     norm::register(&mut r);
-    #[cfg(feature = "k-shape")]
+    reduce::register(&mut r);
     shape::register(&mut r);
-    #[cfg(feature = "k-attention")]
+    gather::register(&mut r);
     attention::register(&mut r);
-    #[cfg(feature = "k-image")]
     image::register(&mut r);
-    #[cfg(feature = "k-loss")]
     loss::register(&mut r);
-    #[cfg(feature = "k-quant")]
+    training::register(&mut r);
+    bitcast::register(&mut r);
     quant::register(&mut r);
-    #[cfg(feature = "k-sequence")]
     sequence::register(&mut r);
-    #[cfg(feature = "k-text")]
     text::register(&mut r);
-    #[cfg(feature = "k-ml")]
     ml::register(&mut r);
-    #[cfg(feature = "k-rnn")]
     rnn::register(&mut r);
     r
 }

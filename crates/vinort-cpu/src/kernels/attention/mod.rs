@@ -2,7 +2,8 @@
 //!
 //! - [`sdpa`][sdpa]: [Attention](https://onnx.ai/onnx/operators/onnx__Attention.html),
 //!   opsets 23–latest (3-D and 4-D inputs, grouped-query heads, boolean or additive masks,
-//!   causal and sliding-window masking, softcap, KV cache, `nonpad_kv_seqlen`).
+//!   causal and sliding-window masking, softcap, KV cache, `nonpad_kv_seqlen`); the per-head
+//!   loop is in [`heads`][heads].
 //! - [`rotary`][rotary]: [RotaryEmbedding](https://onnx.ai/onnx/operators/onnx__RotaryEmbedding.html),
 //!   opset 23–latest.
 //! - [`linear`][linear]: [LinearAttention](https://onnx.ai/onnx/operators/onnx__LinearAttention.html)
@@ -19,6 +20,7 @@ use vinort_ir::{DType, Error, Result, Tensor};
 
 use crate::kernel::Registry;
 
+pub(crate) mod heads;
 pub mod linear;
 pub mod rotary;
 pub mod sdpa;

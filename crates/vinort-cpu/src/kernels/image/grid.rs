@@ -7,9 +7,11 @@
 //! bicubic filter uses a = -0.75. Padding is applied to each tap's index.
 
 use rayon::prelude::*;
+use vinort_ir::tensor::numel;
 use vinort_ir::{Error, Result, RunContext, Value};
 
-use super::{PAR_MIN, extent, need_float, prod, store_acc};
+use super::{PAR_MIN, extent, need_float, store_acc};
+
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
@@ -152,7 +154,7 @@ impl Kernel for GridSample {
         let (n, c) = (xs[0], xs[1]);
         let in_sp = &xs[2..];
         let out_sp = &gs[1..gs.len() - 1];
-        let (pin, pout) = (prod(in_sp), prod(out_sp));
+        let (pin, pout) = (numel(in_sp), numel(out_sp));
         let mut out_shape = vec![n, c];
         out_shape.extend_from_slice(out_sp);
         if pin == 0 && n * c * pout != 0 {
@@ -255,7 +257,7 @@ impl Kernel for AffineGrid {
         }
         let n = ts[0];
         let th = theta.to_f64_vec()?;
-        let pts = prod(&sp);
+        let pts = numel(&sp);
         let mut out = vec![0.0f64; n * pts * k];
         let mut shape = vec![n];
         shape.extend_from_slice(&sp);

@@ -1,7 +1,8 @@
 //! Image and geometry kernels.
 //!
 //! - [`resize`] holds [Resize](https://onnx.ai/onnx/operators/onnx__Resize.html) (10, 11, 13, 18, 19)
-//!   and the deprecated [Upsample](https://onnx.ai/onnx/operators/onnx__Upsample.html) (7, 9).
+//!   and the deprecated [Upsample](https://onnx.ai/onnx/operators/onnx__Upsample.html) (7, 9);
+//!   [`resample`] runs their per-axis passes.
 //! - [`grid`] holds [GridSample](https://onnx.ai/onnx/operators/onnx__GridSample.html) (16, 20, 22)
 //!   and [AffineGrid](https://onnx.ai/onnx/operators/onnx__AffineGrid.html) (20).
 //! - [`regions`] holds [Col2Im](https://onnx.ai/onnx/operators/onnx__Col2Im.html) (18),
@@ -12,14 +13,15 @@
 //! Resize interpolates in f32 (f64 for f64 data); the other float kernels compute in f64 and
 //! round once into the output type.
 
-use std::ops::{Add, AddAssign, Mul};
-
 use vinort_ir::{DType, Error, Result, Tensor};
 
 use crate::kernel::Registry;
+#[cfg(test)]
+use vinort_ir::tensor::strides_of as strides;
 
 pub mod grid;
 pub mod regions;
+pub(crate) mod resample;
 pub mod resize;
 #[cfg(test)]
 mod tests;
@@ -31,39 +33,10 @@ pub(crate) fn register(r: &mut Registry) {
 }
 
 /// Work (in output elements) below which a kernel stays on the calling thread.
-pub(crate) const PAR_MIN: usize = 1 << 15;
+pub(crate) use crate::par::ELEMENTS as PAR_MIN;
 
 /// The type a Resize pass accumulates in: f32, or f64 for f64 data.
-pub(crate) trait Acc:
-    Copy + Send + Sync + Default + PartialEq + Add<Output = Self> + Mul<Output = Self> + AddAssign
-{
-    /// Rounds an f64 to this type.
-    fn from_f64(v: f64) -> Self;
-    /// Widens to f64.
-    fn to_f64(self) -> f64;
-}
-
-impl Acc for f32 {
-    #[inline(always)]
-    fn from_f64(v: f64) -> Self {
-        v as f32
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-}
-
-impl Acc for f64 {
-    #[inline(always)]
-    fn from_f64(v: f64) -> Self {
-        v
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        self
-    }
-}
+pub(crate) use crate::kernels::linalg::common::Real as Acc;
 
 /// A numeric tensor's elements converted to `A` (f32 data is copied without conversion).
 pub(crate) fn load_acc<A: Acc>(t: &Tensor) -> Result<Vec<A>> {
@@ -82,14 +55,9 @@ fn sat(v: f64, lo: f64, hi: f64) -> f64 {
 /// A tensor of `dtype` made from computed values: floats are rounded, integers rounded half to
 /// even and saturated.
 pub(crate) fn store_acc<A: Acc>(dtype: DType, shape: &[usize], v: &[A]) -> Result<Tensor> {
-    macro_rules! ints {
-        ($t:ty) => {
-            Tensor::build::<$t>(shape, |o| {
-                for (o, v) in o.iter_mut().zip(v) {
-                    *o = sat(v.to_f64(), <$t>::MIN as f64, <$t>::MAX as f64) as $t;
-                }
-            })
-        };
+    /// Integers: rounded half to even and saturated to `lo..=hi`, then converted by `cast`.
+    fn ints<T: vinort_ir::Elem, A: Acc>(shape: &[usize], v: &[A], lo: f64, hi: f64, cast: fn(f64) -> T) -> Tensor {
+        Tensor::build::<T>(shape, |o| o.iter_mut().zip(v).for_each(|(o, v)| *o = cast(sat(v.to_f64(), lo, hi))))
     }
     Ok(match dtype {
         DType::F32 => Tensor::build::<f32>(shape, |o| o.iter_mut().zip(v).for_each(|(o, v)| *o = v.to_f64() as f32)),
@@ -100,14 +68,14 @@ pub(crate) fn store_acc<A: Acc>(dtype: DType, shape: &[usize], v: &[A]) -> Resul
         DType::BF16 => Tensor::build::<half::bf16>(shape, |o| {
             o.iter_mut().zip(v).for_each(|(o, v)| *o = half::bf16::from_f64(v.to_f64()))
         }),
-        DType::I8 => ints!(i8),
-        DType::U8 => ints!(u8),
-        DType::I16 => ints!(i16),
-        DType::U16 => ints!(u16),
-        DType::I32 => ints!(i32),
-        DType::U32 => ints!(u32),
-        DType::I64 => ints!(i64),
-        DType::U64 => ints!(u64),
+        DType::I8 => ints(shape, v, i8::MIN as f64, i8::MAX as f64, |x| x as i8),
+        DType::U8 => ints(shape, v, u8::MIN as f64, u8::MAX as f64, |x| x as u8),
+        DType::I16 => ints(shape, v, i16::MIN as f64, i16::MAX as f64, |x| x as i16),
+        DType::U16 => ints(shape, v, u16::MIN as f64, u16::MAX as f64, |x| x as u16),
+        DType::I32 => ints(shape, v, i32::MIN as f64, i32::MAX as f64, |x| x as i32),
+        DType::U32 => ints(shape, v, u32::MIN as f64, u32::MAX as f64, |x| x as u32),
+        DType::I64 => ints(shape, v, i64::MIN as f64, i64::MAX as f64, |x| x as i64),
+        DType::U64 => ints(shape, v, u64::MIN as f64, u64::MAX as f64, |x| x as u64),
         other => return Err(Error::unsupported(format!("element type {other} is not numeric"))),
     })
 }
@@ -133,20 +101,6 @@ pub(crate) fn need_float(t: &Tensor, what: &str) -> Result<()> {
     } else {
         Err(Error::unsupported(format!("{what} of type {}: only float types are implemented", t.dtype())))
     }
-}
-
-/// Row-major strides of a shape.
-pub(crate) fn strides(shape: &[usize]) -> Vec<usize> {
-    let mut s = vec![1; shape.len()];
-    for i in (0..shape.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * shape[i + 1];
-    }
-    s
-}
-
-/// Product of extents.
-pub(crate) fn prod(s: &[usize]) -> usize {
-    s.iter().product()
 }
 
 /// Converts a non-negative i64 extent to usize.

@@ -4,9 +4,11 @@
 //! [NonMaxSuppression](https://onnx.ai/onnx/operators/onnx__NonMaxSuppression.html) (10, 11).
 //! Float arithmetic is done in f64.
 
+use vinort_ir::tensor::{numel, strides_of};
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
-use super::{extent, need_float, prod, store_acc, strides};
+use super::{extent, need_float, store_acc};
+
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
@@ -76,10 +78,10 @@ impl Kernel for Col2Im {
         let img_u: Vec<usize> = img.iter().map(|v| extent(*v, "image_shape")).collect::<Result<_>>()?;
         let blk_u: Vec<usize> = blk.iter().map(|v| extent(*v, "block_shape")).collect::<Result<_>>()?;
         let nb_u: Vec<usize> = nb.iter().map(|v| *v as usize).collect();
-        let pimg = prod(&img_u);
+        let pimg = numel(&img_u);
         let xv = x.to_f64_vec()?;
         let mut y = vec![0.0f64; n * c * pimg];
-        let ist = strides(&img_u);
+        let ist = strides_of(&img_u);
         let bp = bprod as usize;
         for b in 0..n {
             for ch in 0..c {
@@ -165,7 +167,7 @@ impl Kernel for CenterCropPad {
         let common: Vec<usize> = (0..r).map(|a| ins[a].min(outs[a])).collect();
         let y = if x.dtype() == DType::String {
             let src = x.as_strings()?;
-            let mut out = vec![String::new(); prod(&outs)];
+            let mut out = vec![String::new(); numel(&outs)];
             copy_box(src, ins, &mut out, &outs, &src0, &dst0, &common);
             Tensor::from_strings(&outs, out)?
         } else {
@@ -208,8 +210,8 @@ fn copy_box<T: Clone>(
         }
         return;
     }
-    let (ist, ost) = (strides(ins), strides(outs));
-    let rows = prod(&common[..r - 1]);
+    let (ist, ost) = (strides_of(ins), strides_of(outs));
+    let rows = numel(&common[..r - 1]);
     let run = common[r - 1];
     for row in 0..rows {
         let idx = unravel(row, &common[..r - 1]);

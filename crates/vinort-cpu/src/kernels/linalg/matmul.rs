@@ -6,10 +6,11 @@
 //! two's-complement hardware would).
 
 use rayon::prelude::*;
-use vinort_ir::{DType, Elem, Error, Result, RunContext, Tensor, Value};
+use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::common::{Real, View, check_dtype, from_compute, is_real, matmul_into, to_compute, widen_const};
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::numeric::Numeric;
 
 const TYPES: [DType; 8] =
     [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U32, DType::U64];
@@ -18,24 +19,6 @@ pub(crate) fn register(r: &mut Registry) {
     r.add("", "MatMul", 1..=MAX_OPSET, matmul_factory);
     r.add("", "Gemm", 1..=MAX_OPSET, gemm_factory);
 }
-
-/// Integer element types multiplied with wrapping arithmetic.
-pub(crate) trait IntElem: Elem {
-    fn wmul(self, o: Self) -> Self;
-    fn wadd(self, o: Self) -> Self;
-    fn from_f32(v: f32) -> Self;
-}
-
-macro_rules! int_elem {
-    ($($t:ty),*) => {$(
-        impl IntElem for $t {
-            fn wmul(self, o: Self) -> Self { self.wrapping_mul(o) }
-            fn wadd(self, o: Self) -> Self { self.wrapping_add(o) }
-            fn from_f32(v: f32) -> Self { v as $t }
-        }
-    )*};
-}
-int_elem!(i32, i64, u32, u64);
 
 /// How numpy-style MatMul lays out one call: per output batch, where A's and B's matrices start.
 #[derive(Debug)]
@@ -145,7 +128,12 @@ impl MatMulPlan {
         }
     }
 
-    fn int<T: IntElem>(&self, a: &[T], b: &[T], out: &mut [T]) -> Result<()> {
+    /// The integer product of `a` and `b` (aligned tensors of `T`) as a new tensor.
+    fn int_tensor<T: Numeric>(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        Tensor::try_build::<T, Error>(&self.out_shape, |o| self.int(a.as_slice()?, b.as_slice()?, o))
+    }
+
+    fn int<T: Numeric>(&self, a: &[T], b: &[T], out: &mut [T]) -> Result<()> {
         let (m, n, k) = (self.m, self.n, self.k);
         if out.is_empty() {
             return Ok(());
@@ -161,7 +149,7 @@ impl MatMulPlan {
 }
 
 /// `c += a(i, p) * b[p, :]` over rows `i` of c (row length n), with b row-major k x n.
-fn int_product<T: IntElem>(m: usize, n: usize, k: usize, a: impl Fn(usize, usize) -> T, b: &[T], c: &mut [T]) {
+fn int_product<T: Numeric>(m: usize, n: usize, k: usize, a: impl Fn(usize, usize) -> T, b: &[T], c: &mut [T]) {
     if n == 0 {
         return;
     }
@@ -169,7 +157,7 @@ fn int_product<T: IntElem>(m: usize, n: usize, k: usize, a: impl Fn(usize, usize
         for (p, brow) in b.chunks(n).take(k).enumerate() {
             let av = a(i, p);
             for (cv, bv) in crow.iter_mut().zip(brow) {
-                *cv = cv.wadd(av.wmul(*bv));
+                *cv = cv.wrap_add(av.wrap_mul(*bv));
             }
         }
     }
@@ -216,16 +204,11 @@ impl Kernel for MatMul {
             from_compute(y, dtype)?
         } else {
             let (a, b) = (a.to_aligned(), b.to_aligned());
-            macro_rules! int {
-                ($t:ty) => {
-                    Tensor::try_build::<$t, Error>(&plan.out_shape, |o| plan.int(a.as_slice()?, b.as_slice()?, o))?
-                };
-            }
             match dtype {
-                DType::I32 => int!(i32),
-                DType::I64 => int!(i64),
-                DType::U32 => int!(u32),
-                DType::U64 => int!(u64),
+                DType::I32 => plan.int_tensor::<i32>(&a, &b)?,
+                DType::I64 => plan.int_tensor::<i64>(&a, &b)?,
+                DType::U32 => plan.int_tensor::<u32>(&a, &b)?,
+                DType::U64 => plan.int_tensor::<u64>(&a, &b)?,
                 d => return Err(Error::unsupported(format!("MatMul does not support {d}"))),
             }
         };
@@ -314,7 +297,7 @@ impl Gemm {
         })
     }
 
-    fn int<T: IntElem>(
+    fn int<T: Numeric>(
         &self,
         (m, n, k): (usize, usize, usize),
         a: &Tensor,
@@ -330,7 +313,7 @@ impl Gemm {
         } else {
             b
         };
-        let (alpha, beta) = (T::from_f32(self.alpha), T::from_f32(self.beta));
+        let (alpha, beta) = (T::from_f64_as(self.alpha as f64), T::from_f64_as(self.beta as f64));
         let trans_a = self.trans_a;
         let c_owned = c.map(|(t, rs, cs)| (t.to_aligned(), rs, cs));
         let c = match &c_owned {
@@ -344,9 +327,9 @@ impl Gemm {
             int_product(m, n, k, |i, p| if trans_a { a[p * m + i] } else { a[i * k + p] }, b, out);
             for (i, row) in out.chunks_mut(n).enumerate() {
                 for (j, y) in row.iter_mut().enumerate() {
-                    *y = alpha.wmul(*y);
+                    *y = alpha.wrap_mul(*y);
                     if let Some((c, rs, cs)) = c {
-                        *y = y.wadd(beta.wmul(c[i * rs + j * cs]));
+                        *y = y.wrap_add(beta.wrap_mul(c[i * rs + j * cs]));
                     }
                 }
             }

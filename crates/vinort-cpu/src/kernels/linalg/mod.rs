@@ -1,19 +1,20 @@
-//! Linear algebra and windowed ops: MatMul and Gemm ([`matmul`]), Conv and ConvTranspose
-//! ([`conv`]), and the pools ([`pool`]). Shared pieces (the `gemm` crate wrapper, spatial
-//! attribute rules) live in [`common`].
+//! Linear algebra: MatMul and Gemm ([`matmul`]), [Einsum](https://onnx.ai/onnx/operators/onnx__Einsum.html)
+//! ([`einsum`]) and [Det](https://onnx.ai/onnx/operators/onnx__Det.html) ([`det`]). Shared
+//! pieces (the `gemm` crate wrapper, f16/bf16 widening, spatial attribute rules) live in
+//! [`common`].
 
 use crate::kernel::Registry;
 
 pub(crate) mod common;
-pub(crate) mod conv;
+pub(crate) mod det;
+pub mod einsum;
 pub(crate) mod matmul;
-pub(crate) mod pool;
 
 #[cfg(test)]
 mod tests;
 
 pub(crate) fn register(r: &mut Registry) {
     matmul::register(r);
-    conv::register(r);
-    pool::register(r);
+    einsum::register(r);
+    det::register(r);
 }

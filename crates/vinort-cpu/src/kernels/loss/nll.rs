@@ -3,8 +3,8 @@
 
 use vinort_ir::{Error, Node, Result, RunContext, Value};
 
-use super::{load_f64, store_f64};
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernels::support::{load_f64, store_f64};
 
 pub(crate) fn register(r: &mut Registry) {
     r.add("", "NegativeLogLikelihoodLoss", 12..=MAX_OPSET, nll_factory);

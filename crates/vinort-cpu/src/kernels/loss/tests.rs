@@ -5,8 +5,8 @@ use std::path::Path;
 use proptest::prelude::*;
 use vinort_ir::{DType, Model, RunContext, Tensor, Value};
 
-use super::einsum::einsum_for_test;
 use super::nll::{LossAttrs, Reduction, log_softmax_axis1, nll};
+use crate::kernels::linalg::einsum::einsum_for_test;
 
 /// Name prefixes of the node tests of this family's ops.
 const PREFIXES: &[&str] = &[
@@ -236,10 +236,10 @@ fn einsum_forms() {
 
 #[test]
 fn det_and_unique_small() {
-    assert!((super::misc::det(vec![4.0, 3.0, 6.0, 3.0], 2) + 6.0).abs() < 1e-12);
-    assert_eq!(super::misc::det(vec![1.0, 2.0, 2.0, 4.0], 2), 0.0);
+    assert!((crate::kernels::linalg::det::det(vec![4.0, 3.0, 6.0, 3.0], 2) + 6.0).abs() < 1e-12);
+    assert_eq!(crate::kernels::linalg::det::det(vec![1.0, 2.0, 2.0, 4.0], 2), 0.0);
     let x = Tensor::from_vec(&[6], vec![2.0f32, 1.0, 1.0, 3.0, 4.0, 3.0]).unwrap();
-    let out = super::misc::unique::<f32>(&x, None, false).unwrap();
+    let out = crate::kernels::gather::unique::unique::<f32>(&x, None, false).unwrap();
     let v: Vec<Vec<f64>> = out.iter().map(|o| o.as_tensor().unwrap().to_f64_vec().unwrap()).collect();
     assert_eq!(v[0], vec![2.0, 1.0, 3.0, 4.0]);
     assert_eq!(v[1], vec![0.0, 1.0, 3.0, 4.0]);

@@ -1,127 +1,39 @@
-//! Normalisation, softmax and reduction kernels.
+//! Normalisation and softmax kernels (the reductions they build on live in `kernels::reduce`).
 //!
 //! - [`softmax`][softmax]: [Softmax](https://onnx.ai/onnx/operators/onnx__Softmax.html),
 //!   [LogSoftmax](https://onnx.ai/onnx/operators/onnx__LogSoftmax.html),
 //!   [Hardmax](https://onnx.ai/onnx/operators/onnx__Hardmax.html).
-//! - [`normalization`][normalization]: LayerNormalization, RMSNormalization, BatchNormalization,
-//!   InstanceNormalization, MeanVarianceNormalization, LpNormalization, LRN, GroupNormalization.
-//! - [`reduce`][reduce]: the ten `Reduce*` ops, ArgMax and ArgMin.
+//! - [`normalization`][normalization]: LayerNormalization and RMSNormalization.
+//! - [`channel`][channel]: BatchNormalization, InstanceNormalization and GroupNormalization.
+//! - [`unscaled`][unscaled]: MeanVarianceNormalization, LpNormalization and LRN.
 //!
 //! Floating-point kernels cover f32, f64, f16 and bf16; the half types are computed in f32
 //! (f64 stays f64), so no kernel accumulates in a 16-bit type.
-
-use std::ops::{Add, AddAssign, Div, Mul, Neg, Sub};
 
 use rayon::prelude::*;
 use vinort_ir::{DType, Elem, Error, Result, Tensor};
 
 use crate::kernel::{NodeInfo, Registry};
+use crate::kernels::elementwise::broadcast::Broadcast;
+pub(crate) use crate::kernels::linalg::common::{GemmElem, Real};
+use crate::par;
 
+pub mod channel;
 pub mod normalization;
-pub mod reduce;
 pub mod softmax;
 #[cfg(test)]
-mod testutil;
+pub(crate) mod testutil;
+pub mod unscaled;
 
 pub(crate) fn register(r: &mut Registry) {
     softmax::register(r);
     normalization::register(r);
-    reduce::register(r);
+    channel::register(r);
+    unscaled::register(r);
 }
-
-/// Work (in elements touched) below which a kernel stays on the calling thread: below this,
-/// handing rows to rayon costs more than the arithmetic.
-pub(crate) const PAR_MIN: usize = 1 << 15;
-
-/// Elements of work each rayon task gets at least.
-pub(crate) const GRAIN: usize = 1 << 13;
-
-/// The arithmetic type a floating-point kernel computes in (f32 or f64).
-pub trait Real:
-    Copy
-    + Send
-    + Sync
-    + PartialOrd
-    + Default
-    + Add<Output = Self>
-    + Sub<Output = Self>
-    + Mul<Output = Self>
-    + Div<Output = Self>
-    + Neg<Output = Self>
-    + AddAssign
-    + std::fmt::Debug
-    + 'static
-{
-    /// 0.
-    const ZERO: Self;
-    /// 1.
-    const ONE: Self;
-    /// Negative infinity.
-    const NEG_INF: Self;
-    /// e^x.
-    fn exp(self) -> Self;
-    /// Natural logarithm.
-    fn ln(self) -> Self;
-    /// Square root.
-    fn sqrt(self) -> Self;
-    /// Absolute value.
-    fn abs(self) -> Self;
-    /// self^e.
-    fn powf(self, e: Self) -> Self;
-    /// From f64 (rounding).
-    fn from_f64(v: f64) -> Self;
-    /// To f64.
-    fn to_f64(self) -> f64;
-    /// NaN test.
-    fn is_nan(self) -> bool;
-}
-
-macro_rules! real {
-    ($t:ty) => {
-        impl Real for $t {
-            const ZERO: Self = 0.0;
-            const ONE: Self = 1.0;
-            const NEG_INF: Self = <$t>::NEG_INFINITY;
-            #[inline(always)]
-            fn exp(self) -> Self {
-                <$t>::exp(self)
-            }
-            #[inline(always)]
-            fn ln(self) -> Self {
-                <$t>::ln(self)
-            }
-            #[inline(always)]
-            fn sqrt(self) -> Self {
-                <$t>::sqrt(self)
-            }
-            #[inline(always)]
-            fn abs(self) -> Self {
-                <$t>::abs(self)
-            }
-            #[inline(always)]
-            fn powf(self, e: Self) -> Self {
-                <$t>::powf(self, e)
-            }
-            #[inline(always)]
-            fn from_f64(v: f64) -> Self {
-                v as $t
-            }
-            #[inline(always)]
-            fn to_f64(self) -> f64 {
-                self as f64
-            }
-            #[inline(always)]
-            fn is_nan(self) -> bool {
-                <$t>::is_nan(self)
-            }
-        }
-    };
-}
-real!(f32);
-real!(f64);
 
 /// A floating-point element type and the type it is computed in.
-pub trait Float: Elem {
+pub(crate) trait Float: Elem {
     /// The compute type.
     type R: Real;
     /// True when `R` is `Self`, so intermediate values stored in the output lose nothing.
@@ -184,32 +96,10 @@ impl Float for half::bf16 {
     }
 }
 
-/// Runs `$body` with `$T` bound to the Rust type of a floating-point `DType`; other types are
-/// [`Error::Unsupported`].
-macro_rules! dispatch_float {
-    ($dt:expr, $T:ident => $body:expr) => {
-        match $dt {
-            vinort_ir::DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            vinort_ir::DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            vinort_ir::DType::F16 => {
-                type $T = half::f16;
-                $body
-            }
-            vinort_ir::DType::BF16 => {
-                type $T = half::bf16;
-                $body
-            }
-            other => Err(vinort_ir::Error::unsupported(format!("element type {other} (expected a float type)"))),
-        }
-    };
+/// The error of a float-only kernel given a tensor of another element type.
+pub(crate) fn not_float(d: DType) -> Error {
+    Error::unsupported(format!("element type {d} (expected a float type)"))
 }
-pub(crate) use dispatch_float;
 
 /// Refuses a node whose input `i` has a known non-float element type.
 pub(crate) fn require_float(info: &NodeInfo<'_>, i: usize) -> Result<()> {
@@ -238,41 +128,16 @@ pub(crate) fn load_real<R: Real>(t: &Tensor) -> Result<Vec<R>> {
 /// broadcasting, or says why it cannot.
 pub(crate) fn broadcast_to<R: Copy>(vals: &[R], from: &[usize], to: &[usize]) -> Result<Vec<R>> {
     let bad = || Error::invalid(format!("shape {from:?} does not broadcast to {to:?}"));
-    if from.len() > to.len() || vals.len() != from.iter().product::<usize>() {
+    if vals.len() != vinort_ir::tensor::numel(from) {
         return Err(bad());
     }
-    let pad = to.len() - from.len();
-    // Stride 0 on broadcast axes, so one odometer walk reads the right source element.
-    let mut strides = vec![0usize; to.len()];
-    let mut s = 1usize;
-    for i in (0..from.len()).rev() {
-        let (f, t) = (from[i], to[i + pad]);
-        if f == t {
-            strides[i + pad] = if f == 1 { 0 } else { s };
-        } else if f != 1 {
-            return Err(bad());
-        }
-        s *= f;
+    let bc = Broadcast::new([to, from]).map_err(|_| bad())?;
+    if bc.shape() != to {
+        return Err(bad());
     }
-    if from == &to[pad..] {
-        return Ok(vals.to_vec());
-    }
-    let n: usize = to.iter().product();
-    let mut out = Vec::with_capacity(n);
-    let mut idx = vec![0usize; to.len()];
-    let mut off = 0usize;
-    for _ in 0..n {
-        out.push(*vals.get(off).ok_or_else(bad)?);
-        for d in (0..to.len()).rev() {
-            idx[d] += 1;
-            off += strides[d];
-            if idx[d] < to[d] {
-                break;
-            }
-            off -= strides[d] * idx[d];
-            idx[d] = 0;
-        }
-    }
+    let [_, step] = bc.inner_strides();
+    let mut out = Vec::with_capacity(bc.len());
+    bc.for_segments(0, bc.len(), |_, [_, off], n| out.extend((0..n).map(|i| vals[off + i * step])));
     Ok(out)
 }
 
@@ -291,21 +156,16 @@ where
     let rows = out.len() / orow;
     let work = xrow.max(orow);
     let row_x = |r: usize| x.get(r * xrow..(r + 1) * xrow).unwrap_or(&[]);
-    if rows * work < PAR_MIN || rows < 2 {
+    if rows * work < par::ELEMENTS || rows < 2 {
         for (r, o) in out.chunks_exact_mut(orow).enumerate() {
             f(r, row_x(r), o);
         }
         return;
     }
-    let per = (GRAIN / work.max(1)).max(1);
+    let per = (par::GRAIN / work.max(1)).max(1);
     out.par_chunks_mut(per * orow).enumerate().for_each(|(c, block)| {
         for (k, o) in block.chunks_exact_mut(orow).enumerate() {
             f(c * per + k, row_x(c * per + k), o);
         }
     });
-}
-
-/// Product of extents.
-pub(crate) fn prod(s: &[usize]) -> usize {
-    s.iter().product()
 }

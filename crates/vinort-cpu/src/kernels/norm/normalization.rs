@@ -1,42 +1,30 @@
-//! Normalisations, for f32, f64, f16 and bf16 (statistics in f32, or f64 for f64 data):
-//! [LayerNormalization](https://onnx.ai/onnx/operators/onnx__LayerNormalization.html) (17),
-//! [RMSNormalization](https://onnx.ai/onnx/operators/onnx__RMSNormalization.html) (23),
-//! [BatchNormalization](https://onnx.ai/onnx/operators/onnx__BatchNormalization.html) (6–15,
-//! inference, and `training_mode=1` from 14),
-//! [InstanceNormalization](https://onnx.ai/onnx/operators/onnx__InstanceNormalization.html) (1–22),
-//! [MeanVarianceNormalization](https://onnx.ai/onnx/operators/onnx__MeanVarianceNormalization.html)
-//! (9–13), [LpNormalization](https://onnx.ai/onnx/operators/onnx__LpNormalization.html) (1–22),
-//! [LRN](https://onnx.ai/onnx/operators/onnx__LRN.html) (1–13) and
-//! [GroupNormalization](https://onnx.ai/onnx/operators/onnx__GroupNormalization.html) (18, 21).
+//! [LayerNormalization](https://onnx.ai/onnx/operators/onnx__LayerNormalization.html) (17) and
+//! [RMSNormalization](https://onnx.ai/onnx/operators/onnx__RMSNormalization.html) (23), for f32,
+//! f64, f16 and bf16 (statistics in f32, or f64 for f64 data), and the pieces the other
+//! normalisations share (row statistics, float stores).
 
-use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
+use vinort_ir::tensor::numel;
+use vinort_ir::{DType, Result, RunContext, Tensor, Value};
 
-use super::reduce::{SumOf, reduce_fold};
-use super::{Float, Real, broadcast_to, dispatch_float, for_rows, load_real, prod, require_float};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in};
+use super::{Float, GemmElem, Real, broadcast_to, for_rows, load_real, not_float, require_float};
+use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in, with_numeric};
 
 pub(crate) fn register(r: &mut Registry) {
     r.add("", "LayerNormalization", 17..=MAX_OPSET, layer_factory);
     r.add("", "RMSNormalization", 23..=MAX_OPSET, layer_factory);
-    r.add("", "BatchNormalization", 6..=MAX_OPSET, batch_factory);
-    r.add("", "InstanceNormalization", 1..=MAX_OPSET, instance_factory);
-    r.add("", "MeanVarianceNormalization", 9..=MAX_OPSET, mvn_factory);
-    r.add("", "LpNormalization", 1..=MAX_OPSET, lp_factory);
-    r.add("", "LRN", 1..=MAX_OPSET, lrn_factory);
-    r.add("", "GroupNormalization", 18..=MAX_OPSET, group_factory);
 }
 
 /// A float tensor of `dtype` (f32 or bf16 for statistics outputs, or any float) from `R`s.
-fn store_real<R: Real>(dtype: DType, shape: &[usize], v: &[R]) -> Result<Tensor> {
-    dispatch_float!(dtype, T => Ok(Tensor::build::<T>(shape, |o| {
+pub(super) fn store_real<R: Real>(dtype: DType, shape: &[usize], v: &[R]) -> Result<Tensor> {
+    with_numeric!(float dtype, |T| Ok(Tensor::build::<T>(shape, |o| {
         for (o, v) in o.iter_mut().zip(v) {
             *o = T::store(<T as Float>::R::from_f64(v.to_f64()));
         }
-    })))
+    })), other => Err(not_float(other)))
 }
 
 /// Mean and 1/sqrt(var + eps) of a row, two-pass so a large mean does not cancel the variance.
-fn mean_inv<T: Float>(x: &[T], eps: T::R) -> (T::R, T::R) {
+pub(super) fn mean_inv<T: Float>(x: &[T], eps: T::R) -> (T::R, T::R) {
     let n = T::R::from_f64(x.len() as f64);
     let mut s = T::R::ZERO;
     for v in x {
@@ -111,7 +99,7 @@ impl Kernel for LayerNorm {
         let x = tensor_in(inputs, 0)?;
         let scale = tensor_in(inputs, 1)?;
         let bias = if self.rms { None } else { opt_tensor_in(inputs, 2)? };
-        dispatch_float!(x.dtype(), T => self.run_t::<T>(x, scale, bias))
+        with_numeric!(float x.dtype(), |T| self.run_t::<T>(x, scale, bias), other => Err(not_float(other)))
     }
 }
 
@@ -119,12 +107,12 @@ impl LayerNorm {
     fn run_t<T: Float>(&self, x: &Tensor, scale: &Tensor, bias: Option<&Tensor>) -> Result<Vec<Value>> {
         let shape = x.shape();
         let a = norm_axis(self.axis, shape.len())?;
-        let inner = prod(&shape[a..]);
+        let inner = numel(&shape[a..]);
         let xs = x.as_slice::<T>()?;
         let scale = Affine::<T::R>::new(scale, shape, a)?;
         let bias = bias.map(|b| Affine::<T::R>::new(b, shape, a)).transpose()?;
         let eps = T::R::from_f64(self.eps as f64);
-        let outer = prod(&shape[..a]);
+        let outer = numel(&shape[..a]);
         let mut stats = vec![T::R::ZERO; outer * 2];
         let rms = self.rms;
         for_rows(xs, inner, &mut stats, 2, |_, xr, st| {
@@ -173,380 +161,6 @@ impl LayerNorm {
             store_real(self.stat_dtype, &stat_shape, &mean)?.into(),
             store_real(self.stat_dtype, &stat_shape, &inv)?.into(),
         ])
-    }
-}
-
-/// `(N, C, spatial)` of an `N x C x D1 x ...` input.
-fn ncs(shape: &[usize], op: &str) -> Result<(usize, usize, usize)> {
-    match shape {
-        [n, c, rest @ ..] => Ok((*n, *c, prod(rest))),
-        _ => Err(Error::invalid(format!("{op} needs an input of rank 2 or more (N x C x ...), got {shape:?}"))),
-    }
-}
-
-/// A per-channel parameter: exactly `c` values.
-fn per_channel<R: Real>(t: &Tensor, c: usize, what: &str) -> Result<Vec<R>> {
-    if t.rank() != 1 || t.len() != c {
-        return Err(Error::invalid(format!("{what} must have shape [{c}], got {:?}", t.shape())));
-    }
-    load_real(t)
-}
-
-struct BatchNorm {
-    eps: f32,
-    momentum: f32,
-    training: bool,
-}
-
-fn batch_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    let n = info.node;
-    require_float(info, 0)?;
-    if n.opset < 9 && n.attr_or::<i64>("spatial", 1)? == 0 {
-        return Err(Error::unsupported("BatchNormalization with spatial=0 (per-activation statistics)"));
-    }
-    let training = n.opset >= 14 && n.attr_or::<i64>("training_mode", 0)? != 0;
-    // Before opset 14 the extra outputs were training-only statistics this kernel does not
-    // produce; refuse rather than leave them unset.
-    if !training && n.outputs.iter().skip(1).any(Option::is_some) {
-        return Err(Error::unsupported("BatchNormalization training outputs (mean, var, saved statistics)"));
-    }
-    Ok(Box::new(BatchNorm {
-        eps: n.attr_or::<f32>("epsilon", 1e-5)?,
-        momentum: n.attr_or::<f32>("momentum", 0.9)?,
-        training,
-    }))
-}
-
-impl Kernel for BatchNorm {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
-        dispatch_float!(x.dtype(), T => self.run_t::<T>(x, inputs))
-    }
-}
-
-impl BatchNorm {
-    fn run_t<T: Float>(&self, x: &Tensor, inputs: &[Option<&Value>]) -> Result<Vec<Value>> {
-        let (n, c, s) = ncs(x.shape(), "BatchNormalization")?;
-        let scale = per_channel::<T::R>(tensor_in(inputs, 1)?, c, "scale")?;
-        let b = per_channel::<T::R>(tensor_in(inputs, 2)?, c, "B")?;
-        let mean_t = tensor_in(inputs, 3)?;
-        let var_t = tensor_in(inputs, 4)?;
-        let in_mean = per_channel::<T::R>(mean_t, c, "input_mean")?;
-        let in_var = per_channel::<T::R>(var_t, c, "input_var")?;
-        let xs = x.as_slice::<T>()?;
-        let eps = T::R::from_f64(self.eps as f64);
-        let (mean, var) = if self.training { channel_stats(xs, n, c, s) } else { (in_mean.clone(), in_var.clone()) };
-        // y = x * k + (B - mean * k), k = scale / sqrt(var + eps): one fused multiply-add.
-        let k: Vec<T::R> = scale.iter().zip(&var).map(|(g, v)| *g / (*v + eps).sqrt()).collect();
-        let off: Vec<T::R> = b.iter().zip(&mean).zip(&k).map(|((b, m), k)| *b - *m * *k).collect();
-        let y = Tensor::build::<T>(x.shape(), |y| {
-            for_rows(xs, s, y, s, |r, xr, yr| {
-                let ch = r % c.max(1);
-                let (k, o) = (k.get(ch).copied().unwrap_or(T::R::ZERO), off.get(ch).copied().unwrap_or(T::R::ZERO));
-                for (y, v) in yr.iter_mut().zip(xr) {
-                    *y = T::store(v.load() * k + o);
-                }
-            });
-        });
-        if !self.training {
-            return Ok(vec![y.into()]);
-        }
-        let mo = T::R::from_f64(self.momentum as f64);
-        let run_mean: Vec<T::R> = in_mean.iter().zip(&mean).map(|(i, m)| *i * mo + *m * (T::R::ONE - mo)).collect();
-        let run_var: Vec<T::R> = in_var.iter().zip(&var).map(|(i, v)| *i * mo + *v * (T::R::ONE - mo)).collect();
-        Ok(vec![
-            y.into(),
-            store_real(mean_t.dtype(), &[c], &run_mean)?.into(),
-            store_real(var_t.dtype(), &[c], &run_var)?.into(),
-        ])
-    }
-}
-
-/// Per-channel mean and population variance of an `N x C x S` tensor.
-fn channel_stats<T: Float>(x: &[T], n: usize, c: usize, s: usize) -> (Vec<T::R>, Vec<T::R>) {
-    let cnt = T::R::from_f64((n * s) as f64);
-    let mut sum = vec![T::R::ZERO; c];
-    let blocks = || x.chunks_exact(s.max(1)).enumerate().map(move |(r, xr)| (r % c.max(1), xr));
-    for (ch, xr) in blocks() {
-        for v in xr {
-            sum[ch] += v.load();
-        }
-    }
-    let mean: Vec<T::R> = sum.iter().map(|v| *v / cnt).collect();
-    let mut sq = vec![T::R::ZERO; c];
-    for (ch, xr) in blocks() {
-        for v in xr {
-            let d = v.load() - mean[ch];
-            sq[ch] += d * d;
-        }
-    }
-    (mean, sq.iter().map(|v| *v / cnt).collect())
-}
-
-struct InstanceNorm {
-    eps: f32,
-}
-
-fn instance_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    require_float(info, 0)?;
-    Ok(Box::new(InstanceNorm { eps: info.node.attr_or::<f32>("epsilon", 1e-5)? }))
-}
-
-impl Kernel for InstanceNorm {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
-        dispatch_float!(x.dtype(), T => self.run_t::<T>(x, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?))
-    }
-}
-
-impl InstanceNorm {
-    fn run_t<T: Float>(&self, x: &Tensor, scale: &Tensor, bias: &Tensor) -> Result<Vec<Value>> {
-        let (_, c, s) = ncs(x.shape(), "InstanceNormalization")?;
-        let scale = per_channel::<T::R>(scale, c, "scale")?;
-        let bias = per_channel::<T::R>(bias, c, "B")?;
-        let xs = x.as_slice::<T>()?;
-        let eps = T::R::from_f64(self.eps as f64);
-        let y = Tensor::build::<T>(x.shape(), |y| {
-            for_rows(xs, s, y, s, |r, xr, yr| {
-                let ch = r % c.max(1);
-                let (m, inv) = mean_inv(xr, eps);
-                let (g, b) =
-                    (scale.get(ch).copied().unwrap_or(T::R::ZERO), bias.get(ch).copied().unwrap_or(T::R::ZERO));
-                for (y, v) in yr.iter_mut().zip(xr) {
-                    *y = T::store((v.load() - m) * inv * g + b);
-                }
-            });
-        });
-        Ok(vec![y.into()])
-    }
-}
-
-struct GroupNorm {
-    eps: f32,
-    groups: i64,
-    /// Opset 18 has one scale and bias per group; opset 21 one per channel.
-    per_group: bool,
-}
-
-fn group_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    let n = info.node;
-    require_float(info, 0)?;
-    let groups = n.req_attr::<i64>("num_groups")?;
-    if groups <= 0 {
-        return Err(n.error(format!("num_groups must be positive, got {groups}")));
-    }
-    Ok(Box::new(GroupNorm { eps: n.attr_or::<f32>("epsilon", 1e-5)?, groups, per_group: n.opset < 21 }))
-}
-
-impl Kernel for GroupNorm {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
-        dispatch_float!(x.dtype(), T => self.run_t::<T>(x, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?))
-    }
-}
-
-impl GroupNorm {
-    fn run_t<T: Float>(&self, x: &Tensor, scale: &Tensor, bias: &Tensor) -> Result<Vec<Value>> {
-        let (_, c, s) = ncs(x.shape(), "GroupNormalization")?;
-        let g = self.groups as usize;
-        if !c.is_multiple_of(g) {
-            return Err(Error::invalid(format!("{c} channels do not split into {g} groups")));
-        }
-        let cpg = c / g;
-        let params = if self.per_group { g } else { c };
-        let scale = per_channel::<T::R>(scale, params, "scale")?;
-        let bias = per_channel::<T::R>(bias, params, "bias")?;
-        let xs = x.as_slice::<T>()?;
-        let eps = T::R::from_f64(self.eps as f64);
-        let per_group = self.per_group;
-        let row = cpg * s;
-        let y = Tensor::build::<T>(x.shape(), |y| {
-            for_rows(xs, row, y, row, |r, xr, yr| {
-                let grp = r % g;
-                let (m, inv) = mean_inv(xr, eps);
-                for (k, (xc, yc)) in xr.chunks(s.max(1)).zip(yr.chunks_mut(s.max(1))).enumerate() {
-                    let p = if per_group { grp } else { grp * cpg + k };
-                    let (sc, b) =
-                        (scale.get(p).copied().unwrap_or(T::R::ZERO), bias.get(p).copied().unwrap_or(T::R::ZERO));
-                    for (y, v) in yc.iter_mut().zip(xc) {
-                        *y = T::store((v.load() - m) * inv * sc + b);
-                    }
-                }
-            });
-        });
-        Ok(vec![y.into()])
-    }
-}
-
-struct Mvn {
-    axes: Vec<i64>,
-}
-
-fn mvn_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    require_float(info, 0)?;
-    Ok(Box::new(Mvn { axes: info.node.attr_or::<Vec<i64>>("axes", vec![0, 2, 3])? }))
-}
-
-impl Kernel for Mvn {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
-        dispatch_float!(x.dtype(), T => self.run_t::<T>(x))
-    }
-}
-
-impl Mvn {
-    fn run_t<T: Float>(&self, x: &Tensor) -> Result<Vec<Value>>
-    where
-        T::R: super::reduce::RElem<A = T::R> + super::reduce::Acc,
-    {
-        let shape = x.shape();
-        let mut mask = vec![false; shape.len()];
-        for &a in &self.axes {
-            let a = norm_axis(a, shape.len())?;
-            if std::mem::replace(&mut mask[a], true) {
-                return Err(Error::invalid(format!("axis {a} is listed twice in axes {:?}", self.axes)));
-            }
-        }
-        let kept: Vec<usize> = shape.iter().zip(&mask).map(|(d, r)| if *r { 1 } else { *d }).collect();
-        let n = T::R::from_f64(shape.iter().zip(&mask).filter(|(_, r)| **r).map(|(d, _)| *d).product::<usize>() as f64);
-        let xr: Vec<T::R> = x.as_slice::<T>()?.iter().map(|v| v.load()).collect();
-        let sum = reduce_fold(&SumOf(|v: T::R| v), &xr, shape, &mask);
-        let mean: Vec<T::R> = sum.iter().map(|s| *s / n).collect();
-        let mean_full = broadcast_to(&mean, &kept, shape)?;
-        let d: Vec<T::R> = xr.iter().zip(&mean_full).map(|(v, m)| *v - *m).collect();
-        let sq = reduce_fold(&SumOf(|v: T::R| v * v), &d, shape, &mask);
-        // The ONNX function adds 1e-9 to the standard deviation, not to the variance.
-        let den: Vec<T::R> = sq.iter().map(|q| (*q / n).sqrt() + T::R::from_f64(1e-9)).collect();
-        let den_full = broadcast_to(&den, &kept, shape)?;
-        let y = Tensor::build::<T>(shape, |y| {
-            for ((y, d), s) in y.iter_mut().zip(&d).zip(&den_full) {
-                *y = T::store(*d / *s);
-            }
-        });
-        Ok(vec![y.into()])
-    }
-}
-
-struct LpNorm {
-    axis: i64,
-    p: i64,
-}
-
-fn lp_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    let n = info.node;
-    require_float(info, 0)?;
-    let p = n.attr_or::<i64>("p", 2)?;
-    if p != 1 && p != 2 {
-        return Err(n.error(format!("p must be 1 or 2, got {p}")));
-    }
-    Ok(Box::new(LpNorm { axis: n.attr_or::<i64>("axis", -1)?, p }))
-}
-
-impl Kernel for LpNorm {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
-        dispatch_float!(x.dtype(), T => self.run_t::<T>(x))
-    }
-}
-
-impl LpNorm {
-    fn run_t<T: Float>(&self, x: &Tensor) -> Result<Vec<Value>> {
-        let shape = x.shape();
-        let a = norm_axis(self.axis, shape.len())?;
-        let (n, inner) = (shape[a], prod(&shape[a + 1..]));
-        let xs = x.as_slice::<T>()?;
-        let l1 = self.p == 1;
-        let block = n * inner;
-        let y = Tensor::build::<T>(shape, |y| {
-            for_rows(xs, block, y, block, |_, xb, yb| {
-                let mut norm = vec![T::R::ZERO; inner];
-                for xr in xb.chunks_exact(inner) {
-                    for (s, v) in norm.iter_mut().zip(xr) {
-                        let v = v.load();
-                        *s += if l1 { v.abs() } else { v * v };
-                    }
-                }
-                // A zero norm gives 0, not 0/0 (the ONNX reference does the same).
-                let inv: Vec<T::R> = norm
-                    .iter()
-                    .map(|s| {
-                        let s = if l1 { *s } else { s.sqrt() };
-                        if s == T::R::ZERO { T::R::ZERO } else { T::R::ONE / s }
-                    })
-                    .collect();
-                for (xr, yr) in xb.chunks_exact(inner).zip(yb.chunks_exact_mut(inner)) {
-                    for ((y, v), i) in yr.iter_mut().zip(xr).zip(&inv) {
-                        *y = T::store(v.load() * *i);
-                    }
-                }
-            });
-        });
-        Ok(vec![y.into()])
-    }
-}
-
-struct Lrn {
-    size: usize,
-    alpha: f32,
-    beta: f32,
-    bias: f32,
-}
-
-fn lrn_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    let n = info.node;
-    require_float(info, 0)?;
-    let size = n.req_attr::<i64>("size")?;
-    if size <= 0 {
-        return Err(n.error(format!("size must be positive, got {size}")));
-    }
-    Ok(Box::new(Lrn {
-        size: size as usize,
-        alpha: n.attr_or::<f32>("alpha", 1e-4)?,
-        beta: n.attr_or::<f32>("beta", 0.75)?,
-        bias: n.attr_or::<f32>("bias", 1.0)?,
-    }))
-}
-
-impl Kernel for Lrn {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
-        dispatch_float!(x.dtype(), T => self.run_t::<T>(x))
-    }
-}
-
-impl Lrn {
-    fn run_t<T: Float>(&self, x: &Tensor) -> Result<Vec<Value>> {
-        let (_, c, s) = ncs(x.shape(), "LRN")?;
-        let xs = x.as_slice::<T>()?;
-        let (before, after) = ((self.size - 1) / 2, self.size / 2);
-        let k = T::R::from_f64(self.alpha as f64 / self.size as f64);
-        let (bias, beta) = (T::R::from_f64(self.bias as f64), T::R::from_f64(self.beta as f64));
-        let block = c * s;
-        let y = Tensor::build::<T>(x.shape(), |y| {
-            for_rows(xs, block, y, block, |_, xb, yb| {
-                let sq: Vec<T::R> = xb
-                    .iter()
-                    .map(|v| {
-                        let v = v.load();
-                        v * v
-                    })
-                    .collect();
-                let mut win = vec![T::R::ZERO; s];
-                for (ch, (xr, yr)) in xb.chunks_exact(s).zip(yb.chunks_exact_mut(s)).enumerate() {
-                    win.fill(T::R::ZERO);
-                    let (lo, hi) = (ch.saturating_sub(before), (ch + after).min(c - 1));
-                    for q in sq.chunks_exact(s).take(hi + 1).skip(lo) {
-                        for (w, q) in win.iter_mut().zip(q) {
-                            *w += *q;
-                        }
-                    }
-                    for ((y, v), w) in yr.iter_mut().zip(xr).zip(&win) {
-                        *y = T::store(v.load() / (bias + k * *w).powf(beta));
-                    }
-                }
-            });
-        });
-        Ok(vec![y.into()])
     }
 }
 

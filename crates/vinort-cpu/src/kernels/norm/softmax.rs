@@ -7,10 +7,11 @@
 //! flattened tail is normalised; from opset 13 only the one `axis` (default -1) is. Both are
 //! numerically stable: the row maximum is subtracted before exponentiating.
 
+use vinort_ir::tensor::numel;
 use vinort_ir::{Result, RunContext, Tensor, Value};
 
-use super::{Float, Real, dispatch_float, for_rows, prod, require_float};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in};
+use super::{Float, GemmElem, Real, for_rows, not_float, require_float};
+use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in, with_numeric};
 
 pub(crate) fn register(r: &mut Registry) {
     r.add("", "Softmax", 1..=MAX_OPSET, factory);
@@ -49,7 +50,7 @@ fn factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 impl Kernel for Softmax {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
         let x = tensor_in(inputs, 0)?;
-        dispatch_float!(x.dtype(), T => self.run_t::<T>(x)).map(|t| vec![t.into()])
+        with_numeric!(float x.dtype(), |T| self.run_t::<T>(x), other => Err(not_float(other))).map(|t| vec![t.into()])
     }
 }
 
@@ -57,7 +58,7 @@ impl Softmax {
     fn run_t<T: Float>(&self, x: &Tensor) -> Result<Tensor> {
         let shape = x.shape();
         let a = norm_axis(self.axis, shape.len())?;
-        let (n, inner) = if self.flatten { (prod(&shape[a..]), 1) } else { (shape[a], prod(&shape[a + 1..])) };
+        let (n, inner) = if self.flatten { (numel(&shape[a..]), 1) } else { (shape[a], numel(&shape[a + 1..])) };
         let xs = x.as_slice::<T>()?;
         let kind = self.kind;
         Ok(Tensor::build::<T>(shape, |out| {
@@ -86,17 +87,17 @@ fn row<T: Float>(kind: Kind, x: &[T], y: &mut [T]) {
         Kind::Hard => {
             // The first maximum wins; a row of NaN or -inf marks index 0, like ORT.
             for (i, o) in y.iter_mut().enumerate() {
-                *o = T::store(if i == arg { <T::R as Real>::ONE } else { <T::R as Real>::ZERO });
+                *o = T::store(if i == arg { <T::R as GemmElem>::ONE } else { <T::R as GemmElem>::ZERO });
             }
         }
         Kind::Soft => {
-            let mut s = <T::R as Real>::ZERO;
+            let mut s = <T::R as GemmElem>::ZERO;
             for (o, v) in y.iter_mut().zip(x) {
                 let e = (v.load() - m).exp();
                 *o = T::store(e);
                 s += e;
             }
-            let inv = <T::R as Real>::ONE / s;
+            let inv = <T::R as GemmElem>::ONE / s;
             for (o, v) in y.iter_mut().zip(x) {
                 // Half types would round the stored exponential twice; recompute instead.
                 let e = if T::EXACT { o.load() } else { (v.load() - m).exp() };
@@ -104,7 +105,7 @@ fn row<T: Float>(kind: Kind, x: &[T], y: &mut [T]) {
             }
         }
         Kind::LogSoft => {
-            let mut s = <T::R as Real>::ZERO;
+            let mut s = <T::R as GemmElem>::ZERO;
             for v in x {
                 s += (v.load() - m).exp();
             }
@@ -136,12 +137,12 @@ fn strided<T: Float>(kind: Kind, x: &[T], y: &mut [T], inner: usize) {
         Kind::Hard => {
             for (r, (_, yr)) in rows.enumerate() {
                 for (o, a) in yr.iter_mut().zip(&arg) {
-                    *o = T::store(if *a == r { <T::R as Real>::ONE } else { <T::R as Real>::ZERO });
+                    *o = T::store(if *a == r { <T::R as GemmElem>::ONE } else { <T::R as GemmElem>::ZERO });
                 }
             }
         }
         Kind::Soft => {
-            let mut s = vec![<T::R as Real>::ZERO; inner];
+            let mut s = vec![<T::R as GemmElem>::ZERO; inner];
             for (xr, yr) in rows {
                 for (((o, v), m), s) in yr.iter_mut().zip(xr).zip(&m).zip(s.iter_mut()) {
                     let e = (v.load() - *m).exp();
@@ -150,7 +151,7 @@ fn strided<T: Float>(kind: Kind, x: &[T], y: &mut [T], inner: usize) {
                 }
             }
             for s in s.iter_mut() {
-                *s = <T::R as Real>::ONE / *s;
+                *s = <T::R as GemmElem>::ONE / *s;
             }
             for (xr, yr) in x.chunks_exact(inner).zip(y.chunks_exact_mut(inner)) {
                 for (((o, v), m), inv) in yr.iter_mut().zip(xr).zip(&m).zip(&s) {
@@ -160,7 +161,7 @@ fn strided<T: Float>(kind: Kind, x: &[T], y: &mut [T], inner: usize) {
             }
         }
         Kind::LogSoft => {
-            let mut s = vec![<T::R as Real>::ZERO; inner];
+            let mut s = vec![<T::R as GemmElem>::ZERO; inner];
             for xr in x.chunks_exact(inner) {
                 for ((v, m), s) in xr.iter().zip(&m).zip(s.iter_mut()) {
                     *s += (v.load() - *m).exp();

@@ -24,6 +24,7 @@ pub(crate) fn node(op: &str, opset: i64, attrs: Vec<(&str, Attr)>, n_in: usize, 
 fn registry() -> Registry {
     let mut r = Registry::default();
     super::register(&mut r);
+    crate::kernels::reduce::register(&mut r);
     r
 }
 

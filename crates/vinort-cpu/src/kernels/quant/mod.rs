@@ -7,7 +7,7 @@
 //!   [DynamicQuantizeLinear](https://onnx.ai/onnx/operators/onnx__DynamicQuantizeLinear.html) (11).
 //! - [`qmatmul`][qmatmul]: [QLinearMatMul](https://onnx.ai/onnx/operators/onnx__QLinearMatMul.html)
 //!   (10, 21) and [MatMulInteger](https://onnx.ai/onnx/operators/onnx__MatMulInteger.html) (10).
-//! - [`qconv`][qconv] (needs the `k-linalg` window helpers):
+//! - [`qconv`][qconv]:
 //!   [ConvInteger](https://onnx.ai/onnx/operators/onnx__ConvInteger.html) and
 //!   [QLinearConv](https://onnx.ai/onnx/operators/onnx__QLinearConv.html) (10).
 //! - [`minifloat`][minifloat]: f32 ⇄ float8 / float6 / float4 conversion.
@@ -19,7 +19,6 @@ use crate::numeric;
 
 pub mod dynamic;
 pub mod minifloat;
-#[cfg(feature = "k-linalg")]
 pub mod qconv;
 pub mod qdq;
 pub mod qmatmul;
@@ -30,7 +29,6 @@ pub(crate) fn register(r: &mut Registry) {
     qdq::register(r);
     dynamic::register(r);
     qmatmul::register(r);
-    #[cfg(feature = "k-linalg")]
     qconv::register(r);
 }
 

@@ -3,7 +3,8 @@
 //! spatial axes and int8/uint8 operands.
 //!
 //! Inputs are shifted by their zero points (x per tensor, w per tensor or per output channel)
-//! and convolved directly with i32 accumulation; padding contributes zero after the shift.
+//! and convolved with i32 accumulation through Conv's im2col walk (one column matrix per
+//! image and group); padding contributes zero after the shift.
 //! QLinearConv adds the int32 bias, multiplies by `x_scale * w_scale / y_scale` (f32, product in
 //! f64), rounds half to even and saturates to the output type.
 
@@ -12,7 +13,8 @@ use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::{PAR_MIN, int_range, load_f32, load_i32, store_int};
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
-use crate::kernels::linalg::common::{WindowAttrs, to3};
+use crate::kernels::conv::im2col::{Geo3, im2col, prod3};
+use crate::kernels::window::WindowAttrs;
 
 pub(crate) fn register(r: &mut Registry) {
     r.add("", "ConvInteger", 10..=MAX_OPSET, conv_integer_factory);
@@ -56,61 +58,34 @@ fn conv_i32(attrs: &ConvAttrs, x: &[i32], xs: &[usize], w: &[i32], ws: &[usize])
     }
     let win = attrs.window.resolve(kernel)?;
     let geo = win.geometry(&xs[2..], false)?;
-    let (si, k3, s3, d3, p3, o3) = (
-        to3(&xs[2..], 1),
-        to3(kernel, 1),
-        to3(&win.strides, 1),
-        to3(&win.dilations, 1),
-        to3(&geo.pad_begin, 0),
-        to3(&geo.out, 1),
-    );
-    let plane = o3.iter().product::<usize>();
-    let in_plane = si.iter().product::<usize>();
-    let ksize = k3.iter().product::<usize>();
-    let mg = m / g;
-    let mut out = vec![0i32; n * m * plane];
-    let fill = |pi: usize, o: &mut [i32]| {
-        let (b, oc) = (pi / m, pi % m);
-        let grp = oc / mg;
-        for oz in 0..o3[0] {
-            for oy in 0..o3[1] {
-                for ox in 0..o3[2] {
-                    let mut acc = 0i32;
-                    for ci in 0..cg {
-                        let xin = &x[(b * c + grp * cg + ci) * in_plane..][..in_plane];
-                        let wk = &w[(oc * cg + ci) * ksize..][..ksize];
-                        for kz in 0..k3[0] {
-                            let iz = (oz * s3[0] + kz * d3[0]) as isize - p3[0] as isize;
-                            if iz < 0 || iz >= si[0] as isize {
-                                continue;
-                            }
-                            for ky in 0..k3[1] {
-                                let iy = (oy * s3[1] + ky * d3[1]) as isize - p3[1] as isize;
-                                if iy < 0 || iy >= si[1] as isize {
-                                    continue;
-                                }
-                                for kx in 0..k3[2] {
-                                    let ix = (ox * s3[2] + kx * d3[2]) as isize - p3[2] as isize;
-                                    if ix < 0 || ix >= si[2] as isize {
-                                        continue;
-                                    }
-                                    let xi = (iz as usize * si[1] + iy as usize) * si[2] + ix as usize;
-                                    let wi = (kz * k3[1] + ky) * k3[2] + kx;
-                                    acc = acc.wrapping_add(xin[xi].wrapping_mul(wk[wi]));
-                                }
-                            }
-                        }
+    let g3 = Geo3::forward((n, c, m, g), &xs[2..], &win, &geo);
+    let (pi, po, pk) = (prod3(&g3.i), prod3(&g3.o), prod3(&g3.k));
+    let (mg, kdim) = (m / g, cg * pk);
+    let mut out = vec![0i32; n * m * po];
+    // One (image, group) task: its input patches as a kdim x po matrix, then the weights'
+    // mg x kdim product with it, accumulated with wrapping i32 as the direct sum would be.
+    let task = |t: usize, y: &mut [i32], col: &mut Vec<i32>| {
+        let (ni, gi) = (t / g, t % g);
+        let xg = &x[(ni * c + gi * cg) * pi..][..cg * pi];
+        let wg = &w[gi * mg * kdim..][..mg * kdim];
+        col.resize(kdim * po, 0);
+        im2col(&g3, cg, xg, col);
+        for (yrow, wrow) in y.chunks_exact_mut(po).zip(wg.chunks_exact(kdim)) {
+            for (&wv, crow) in wrow.iter().zip(col.chunks_exact(po)) {
+                if wv != 0 {
+                    for (o, &cv) in yrow.iter_mut().zip(crow) {
+                        *o = o.wrapping_add(wv.wrapping_mul(cv));
                     }
-                    o[(oz * o3[1] + oy) * o3[2] + ox] = acc;
                 }
             }
         }
     };
-    if plane > 0 {
-        if out.len() * cg * ksize < PAR_MIN {
-            out.chunks_mut(plane).enumerate().for_each(|(p, o)| fill(p, o));
+    if !out.is_empty() {
+        if out.len() * kdim < PAR_MIN {
+            let mut col = Vec::new();
+            out.chunks_mut(mg * po).enumerate().for_each(|(t, y)| task(t, y, &mut col));
         } else {
-            out.par_chunks_mut(plane).enumerate().for_each(|(p, o)| fill(p, o));
+            out.par_chunks_mut(mg * po).enumerate().for_each_init(Vec::new, |col, (t, y)| task(t, y, col));
         }
     }
     let mut shape = vec![n, m];

@@ -121,10 +121,6 @@ fn onnx_node_cases() {
     }
     let (mut passed, mut failed) = (0, Vec::new());
     for case in CASES {
-        if !cfg!(feature = "k-linalg") && case.contains("conv") {
-            println!("skip {case}: ConvInteger/QLinearConv need the k-linalg feature");
-            continue;
-        }
         match run_case(&root.join(case)) {
             Ok(()) => passed += 1,
             Err(e) => {

@@ -5,29 +5,16 @@ use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
 use vinort_ir::{DType, Error, Result, Tensor};
 
-/// Multiply-adds above which a product is worth splitting across rayon's pool.
-const PAR_MIN_MACS: usize = 1 << 16;
+pub(crate) use crate::kernels::dense::View as Mat;
+use crate::kernels::linalg::common::Real;
 
-pub(crate) use crate::kernels::dense::{GemmElem, View as Mat};
-
-/// f32 or f64: the types the kernels compute in (sealed through [`GemmElem`], whose `ZERO` and
-/// `ONE` they use).
-pub(crate) trait Float:
-    GemmElem
-    + PartialOrd
-    + std::ops::Add<Output = Self>
-    + std::ops::Sub<Output = Self>
-    + std::ops::Mul<Output = Self>
-    + std::ops::Div<Output = Self>
-    + std::ops::Neg<Output = Self>
-    + std::ops::AddAssign
-{
+/// f32 or f64: the types the kernels compute in. Builds on the float kernels' [`Real`]
+/// (arithmetic, `from_f64`, `exp`, `abs`, and `GemmElem`'s `ZERO`/`ONE`) with what the gate
+/// activations and tensor loading add.
+pub(crate) trait Float: Real {
     fn from_f32(v: f32) -> Self;
-    fn from_f64(v: f64) -> Self;
-    fn exp(self) -> Self;
     fn tanh(self) -> Self;
     fn ln_1p(self) -> Self;
-    fn abs(self) -> Self;
     fn floor(self) -> Self;
     /// The value truncated toward zero as an integer (saturating; NaN gives 0).
     fn to_i64(self) -> i64;
@@ -46,20 +33,11 @@ impl Float for f32 {
     fn from_f32(v: f32) -> Self {
         v
     }
-    fn from_f64(v: f64) -> Self {
-        v as f32
-    }
-    fn exp(self) -> Self {
-        f32::exp(self)
-    }
     fn tanh(self) -> Self {
         f32::tanh(self)
     }
     fn ln_1p(self) -> Self {
         f32::ln_1p(self)
-    }
-    fn abs(self) -> Self {
-        f32::abs(self)
     }
     fn floor(self) -> Self {
         f32::floor(self)
@@ -108,20 +86,11 @@ impl Float for f64 {
     fn from_f32(v: f32) -> Self {
         v as f64
     }
-    fn from_f64(v: f64) -> Self {
-        v
-    }
-    fn exp(self) -> Self {
-        f64::exp(self)
-    }
     fn tanh(self) -> Self {
         f64::tanh(self)
     }
     fn ln_1p(self) -> Self {
         f64::ln_1p(self)
-    }
-    fn abs(self) -> Self {
-        f64::abs(self)
     }
     fn floor(self) -> Self {
         f64::floor(self)
@@ -152,6 +121,6 @@ pub(crate) fn matmul<T: Float>(
     c: &mut [T],
     accumulate: bool,
 ) -> Result<()> {
-    let parallel = m.saturating_mul(n).saturating_mul(k) >= PAR_MIN_MACS;
+    let parallel = m.saturating_mul(n).saturating_mul(k) >= crate::par::MACS;
     crate::kernels::dense::matmul_into((m, n, k), a, b, c, n, accumulate, T::ONE, parallel)
 }

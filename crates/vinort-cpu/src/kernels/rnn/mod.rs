@@ -1,12 +1,10 @@
-//! Recurrent kernels and DeformConv.
+//! Recurrent kernels.
 //!
 //! - [`recurrent`][recurrent]: [RNN](https://onnx.ai/onnx/operators/onnx__RNN.html),
 //!   [GRU](https://onnx.ai/onnx/operators/onnx__GRU.html) and
 //!   [LSTM](https://onnx.ai/onnx/operators/onnx__LSTM.html) (opsets 7, 14, 22): every direction,
 //!   both layouts, `sequence_lens`, initial states, peepholes, `clip`, `input_forget`,
 //!   `linear_before_reset` and the spec's activation functions ([`activation`]).
-//! - [`deform_conv`][deform_conv]: [DeformConv](https://onnx.ai/onnx/operators/onnx__DeformConv.html)
-//!   (opsets 19, 22), 2-D, with offset groups, optional mask and bias.
 //!
 //! Dtypes: f32, f64, f16 and bf16. f16 and bf16 are widened to f32 for the computation (so
 //! gate sums accumulate in f32) and narrowed back once at the end; f64 computes in f64.
@@ -15,7 +13,6 @@
 use crate::kernel::Registry;
 
 pub(crate) mod activation;
-pub(crate) mod deform_conv;
 pub(crate) mod math;
 pub(crate) mod recurrent;
 
@@ -24,5 +21,4 @@ mod tests;
 
 pub(crate) fn register(r: &mut Registry) {
     recurrent::register(r);
-    deform_conv::register(r);
 }

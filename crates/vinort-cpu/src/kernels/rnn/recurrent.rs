@@ -26,7 +26,7 @@ use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor
 
 /// Multiply-adds of one direction above which the two directions of a bidirectional node
 /// run on separate rayon tasks.
-const PAR_MIN_DIR: usize = 1 << 16;
+const PAR_MIN_DIR: usize = crate::par::MACS;
 
 pub(crate) fn register(r: &mut Registry) {
     r.add("", "RNN", 7..=MAX_OPSET, |i| factory(i, Cell::Rnn));

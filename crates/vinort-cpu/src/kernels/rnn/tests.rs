@@ -34,6 +34,7 @@ fn node(op: &str, opset: i64, inputs: &[bool], outputs: &[bool], attrs: Vec<(&st
 fn run_node(node: &Node, inputs: &[Option<Tensor>]) -> Result<Vec<Tensor>> {
     let mut r = Registry::default();
     super::register(&mut r);
+    crate::kernels::conv::deform::register(&mut r);
     let factory = r.find(node).map_err(Error::unsupported)?;
     let info = NodeInfo {
         node,

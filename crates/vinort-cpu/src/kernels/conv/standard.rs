@@ -14,37 +14,16 @@ use std::borrow::Cow;
 use rayon::prelude::*;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
-use super::common::{
-    AutoPad, Real, View, WindowAttrs, check_dtype, from_compute, matmul_into, to_compute, to3, valid_range, widen_const,
-};
+use super::im2col::{Geo3, im2col, prod3};
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernels::linalg::common::{Real, View, check_dtype, from_compute, matmul_into, to_compute, widen_const};
+use crate::kernels::window::{AutoPad, Window, WindowAttrs, to3, valid_range};
 
 const TYPES: [DType; 4] = [DType::F32, DType::F64, DType::F16, DType::BF16];
 
 pub(crate) fn register(r: &mut Registry) {
     r.add("", "Conv", 1..=MAX_OPSET, conv_factory);
     r.add("", "ConvTranspose", 1..=MAX_OPSET, conv_transpose_factory);
-}
-
-/// One convolution's geometry with spatial axes left-padded to three.
-#[derive(Clone, Copy, Debug)]
-struct Geo3 {
-    n: usize,
-    c: usize,
-    m: usize,
-    group: usize,
-    i: [usize; 3],
-    o: [usize; 3],
-    k: [usize; 3],
-    s: [usize; 3],
-    d: [usize; 3],
-    /// Begin pads; negative only for a ConvTranspose whose output_shape asks for more than
-    /// the natural size.
-    p: [isize; 3],
-}
-
-fn prod(v: &[usize; 3]) -> usize {
-    v.iter().product()
 }
 
 /// The node's element type, then X, W and the optional bias in the compute type.
@@ -184,18 +163,7 @@ impl Kernel for Conv {
         check_bias(b.as_deref(), m)?;
         let win = self.attrs.resolve(&kernel)?;
         let geo = win.geometry(&xs[2..], false)?;
-        let g = Geo3 {
-            n,
-            c,
-            m,
-            group,
-            i: to3(&xs[2..], 1),
-            o: to3(&geo.out, 1),
-            k: to3(&kernel, 1),
-            s: to3(&win.strides, 1),
-            d: to3(&win.dilations, 1),
-            p: to3(&geo.pad_begin, 0).map(|v| v as isize),
-        };
+        let g = Geo3::forward((n, c, m, group), &xs[2..], &win, &geo);
         let mut shape = vec![n, m];
         shape.extend_from_slice(&geo.out);
         let y = match x.dtype() {
@@ -210,7 +178,7 @@ fn conv<T: Real>(g: &Geo3, x: &Tensor, w: &Tensor, b: Option<&Tensor>, out: &mut
     let (x, w) = (x.as_slice::<T>()?, w.as_slice::<T>()?);
     let bias = b.map(|b| b.as_slice::<T>()).transpose()?;
     let (cg, mg) = (g.c / g.group, g.m / g.group);
-    let (pi, po, pk) = (prod(&g.i), prod(&g.o), prod(&g.k));
+    let (pi, po, pk) = (prod3(&g.i), prod3(&g.o), prod3(&g.k));
     let kdim = cg * pk;
     if x.len() != g.n * g.c * pi || w.len() != g.m * kdim || out.len() != g.n * g.m * po {
         return Err(Error::invalid("Conv buffers do not match their shapes"));
@@ -235,48 +203,6 @@ fn conv<T: Real>(g: &Geo3, x: &Tensor, w: &Tensor, b: Option<&Tensor>, out: &mut
         };
         matmul_into((mg, po, kdim), View::rows(wg, kdim), View::rows(cols, po), y, po, bias.is_some(), T::ONE, par)
     })
-}
-
-/// Lays out the input patches of `cg` channels as a (cg * kernel) x (output positions) matrix
-/// whose row order matches W's `[C/group, k0, k1, k2]` layout.
-fn im2col<T: Real>(g: &Geo3, cg: usize, x: &[T], col: &mut [T]) {
-    let ([i0, i1, i2], [_, o1, o2], [k0, k1, k2]) = (g.i, g.o, g.k);
-    let ([s0, s1, s2], [d0, d1, d2], [p0, p1, p2]) = (g.s, g.d, g.p);
-    let (pi, po) = (prod(&g.i), prod(&g.o));
-    let mut rows = col.chunks_mut(po);
-    for ci in 0..cg {
-        let xc = &x[ci * pi..][..pi];
-        for a in 0..k0 {
-            for b in 0..k1 {
-                for e in 0..k2 {
-                    let Some(row) = rows.next() else { return };
-                    let (off0, off1, off2) = ((a * d0) as isize - p0, (b * d1) as isize - p1, (e * d2) as isize - p2);
-                    let (lo, hi) = valid_range(o2, i2, s2, off2);
-                    for (r0, dst0) in row.chunks_mut(o1 * o2).enumerate() {
-                        let y0 = (r0 * s0) as isize + off0;
-                        for (r1, dst) in dst0.chunks_mut(o2).enumerate() {
-                            let y1 = (r1 * s1) as isize + off1;
-                            if y0 < 0 || y0 >= i0 as isize || y1 < 0 || y1 >= i1 as isize || lo == hi {
-                                dst.fill(T::ZERO);
-                                continue;
-                            }
-                            dst[..lo].fill(T::ZERO);
-                            dst[hi..].fill(T::ZERO);
-                            let src = &xc[(y0 as usize * i1 + y1 as usize) * i2..][..i2];
-                            let start = (lo as isize * s2 as isize + off2) as usize;
-                            if s2 == 1 {
-                                dst[lo..hi].copy_from_slice(&src[start..start + (hi - lo)]);
-                            } else {
-                                for (dv, sv) in dst[lo..hi].iter_mut().zip(src[start..].iter().step_by(s2)) {
-                                    *dv = *sv;
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
 }
 
 /// A depthwise conv of one plane, dispatched at run time: on x86-64 CPUs with AVX2 and FMA
@@ -364,7 +290,7 @@ fn conv_transpose_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 
 impl ConvTranspose {
     /// Output extents and begin pads per the spec's ConvTranspose equations.
-    fn geometry(&self, input: &[usize], win: &super::common::Window) -> Result<(Vec<usize>, Vec<isize>)> {
+    fn geometry(&self, input: &[usize], win: &Window) -> Result<(Vec<usize>, Vec<isize>)> {
         let r = input.len();
         let op: Vec<i64> = match &self.output_padding {
             None => vec![0; r],
@@ -461,7 +387,7 @@ fn conv_transpose<T: Real>(g: &Geo3, x: &Tensor, w: &Tensor, b: Option<&Tensor>,
     let (x, w) = (x.as_slice::<T>()?, w.as_slice::<T>()?);
     let bias = b.map(|b| b.as_slice::<T>()).transpose()?;
     let (cg, mg) = (g.c / g.group, g.m / g.group);
-    let (pi, po, pk) = (prod(&g.i), prod(&g.o), prod(&g.k));
+    let (pi, po, pk) = (prod3(&g.i), prod3(&g.o), prod3(&g.k));
     let mgk = mg * pk;
     if x.len() != g.n * g.c * pi || w.len() != g.c * mgk || out.len() != g.n * g.m * po {
         return Err(Error::invalid("ConvTranspose buffers do not match their shapes"));
@@ -487,7 +413,7 @@ fn conv_transpose<T: Real>(g: &Geo3, x: &Tensor, w: &Tensor, b: Option<&Tensor>,
 fn col2im<T: Real>(g: &Geo3, col: &[T], y: &mut [T]) {
     let ([i0, i1, i2], [o0, o1, o2], [k0, k1, k2]) = (g.i, g.o, g.k);
     let ([s0, s1, s2], [d0, d1, d2], [p0, p1, p2]) = (g.s, g.d, g.p);
-    let (pi, po) = (prod(&g.i), prod(&g.o));
+    let (pi, po) = (prod3(&g.i), prod3(&g.o));
     let mut rows = col.chunks(pi);
     for plane in y.chunks_mut(po) {
         for a in 0..k0 {

@@ -13,8 +13,9 @@
 use rayon::prelude::*;
 use vinort_ir::{Attr, DType, Elem, Error, Result, RunContext, Tensor, Value};
 
-use super::common::{Real, WindowAttrs, check_dtype, from_compute, to_compute, to3};
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in};
+use crate::kernels::linalg::common::{Real, check_dtype, from_compute, to_compute};
+use crate::kernels::window::{WindowAttrs, to3};
 
 const FLOATS: [DType; 4] = [DType::F32, DType::F64, DType::F16, DType::BF16];
 const MAX_TYPES: [DType; 6] = [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I8, DType::U8];
@@ -144,6 +145,20 @@ impl MaxElem for u8 {
     const LOWEST: Self = u8::MIN;
 }
 
+/// MaxPool of `x` into a new tensor of `shape`, writing the argmax indices when asked.
+fn max_pool_tensor<T: MaxElem>(
+    plan: &Plan,
+    shape: &[usize],
+    x: &Tensor,
+    indices: Option<&mut [i64]>,
+    column_major: bool,
+) -> Result<Tensor> {
+    Tensor::try_build::<T, Error>(shape, |y| {
+        max_pool(plan, x.as_slice()?, y, indices, column_major);
+        Ok(())
+    })
+}
+
 /// Max over each window; the index is the first maximum met in row-major window order (an
 /// empty window, possible only when pads exceed the kernel, gives LOWEST and -1).
 fn max_pool<T: MaxElem>(plan: &Plan, x: &[T], y: &mut [T], idx: Option<&mut [i64]>, column_major: bool) {
@@ -256,23 +271,18 @@ impl Kernel for Pool {
         let mut outputs = Vec::with_capacity(2);
         match self.kind {
             Kind::Max => {
-                let pool_into = |mut indices: Option<&mut [i64]>| -> Result<Tensor> {
-                    macro_rules! run {
-                        ($t:ty, $x:expr) => {
-                            Tensor::try_build::<$t, Error>(&shape, |y| {
-                                max_pool(&plan, $x.as_slice()?, y, indices.as_deref_mut(), self.column_major);
-                                Ok(())
-                            })?
-                        };
-                    }
+                let pool_into = |indices: Option<&mut [i64]>| -> Result<Tensor> {
                     Ok(match dtype {
-                        DType::F32 => run!(f32, x),
-                        DType::F64 => run!(f64, x),
-                        DType::I8 => run!(i8, x),
-                        DType::U8 => run!(u8, x),
+                        DType::F32 => max_pool_tensor::<f32>(&plan, &shape, &x, indices, self.column_major)?,
+                        DType::F64 => max_pool_tensor::<f64>(&plan, &shape, &x, indices, self.column_major)?,
+                        DType::I8 => max_pool_tensor::<i8>(&plan, &shape, &x, indices, self.column_major)?,
+                        DType::U8 => max_pool_tensor::<u8>(&plan, &shape, &x, indices, self.column_major)?,
                         DType::F16 | DType::BF16 => {
                             let xc = to_compute(&x)?;
-                            from_compute(run!(f32, xc), dtype)?
+                            from_compute(
+                                max_pool_tensor::<f32>(&plan, &shape, &xc, indices, self.column_major)?,
+                                dtype,
+                            )?
                         }
                         d => return Err(Error::unsupported(format!("MaxPool on {d}"))),
                     })

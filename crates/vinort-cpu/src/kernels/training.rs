@@ -8,8 +8,8 @@
 
 use vinort_ir::{Error, Node, Result, RunContext, Tensor, Value};
 
-use super::{load_f64, store_f64};
 use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
+use crate::kernels::support::{load_f64, store_f64};
 
 const DOMAIN: &str = "ai.onnx.preview.training";
 

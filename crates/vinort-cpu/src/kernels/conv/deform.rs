@@ -14,11 +14,9 @@
 use rayon::prelude::*;
 use vinort_ir::{DType, Error, Node, Result, RunContext, Tensor, Value};
 
-use super::math::{Float, Mat, matmul};
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
-
-/// Column elements of one image above which sampling runs on rayon tasks per channel.
-const PAR_MIN: usize = 1 << 15;
+use crate::kernels::rnn::math::{Float, Mat, matmul};
+use crate::kernels::window::WindowAttrs;
 
 pub(crate) fn register(r: &mut Registry) {
     r.add("", "DeformConv", 19..=MAX_OPSET, factory);
@@ -27,21 +25,10 @@ pub(crate) fn register(r: &mut Registry) {
 /// A compiled DeformConv node.
 #[derive(Debug)]
 pub(crate) struct DeformConv {
-    kernel_shape: Option<[usize; 2]>,
-    dilations: [usize; 2],
-    strides: [usize; 2],
-    /// Begin (top, left) then end (bottom, right).
-    pads: [usize; 4],
+    /// `kernel_shape`, `strides`, `dilations` and `pads` (DeformConv has no `auto_pad`).
+    window: WindowAttrs,
     group: usize,
     offset_group: usize,
-}
-
-fn ints<const N: usize>(node: &Node, name: &str, default: [usize; N], min: usize) -> Result<[usize; N]> {
-    let Some(v) = node.attr::<Vec<i64>>(name)? else { return Ok(default) };
-    let bad = || node.error(format!("attribute '{name}' must hold {N} integers of at least {min}, got {v:?}"));
-    let v: Vec<usize> =
-        v.iter().map(|x| usize::try_from(*x).ok().filter(|x| *x >= min)).collect::<Option<_>>().ok_or_else(bad)?;
-    v.try_into().map_err(|_| bad())
 }
 
 fn positive(node: &Node, name: &str) -> Result<usize> {
@@ -71,18 +58,13 @@ impl DeformConv {
         {
             return Err(Error::unsupported(format!("DeformConv runs 2-D inputs (rank 4) only, X has rank {r}")));
         }
-        let kernel_shape = match n.attr::<Vec<i64>>("kernel_shape")? {
-            Some(_) => Some(ints(n, "kernel_shape", [1, 1], 1)?),
-            None => None,
-        };
-        Ok(DeformConv {
-            kernel_shape,
-            dilations: ints(n, "dilations", [1, 1], 1)?,
-            strides: ints(n, "strides", [1, 1], 1)?,
-            pads: ints(n, "pads", [0; 4], 0)?,
-            group: positive(n, "group")?,
-            offset_group: positive(n, "offset_group")?,
-        })
+        let window = WindowAttrs::parse(n)?;
+        // Two spatial axes: every per-axis attribute must say so, before the weights are seen.
+        if window.kernel.as_ref().is_some_and(|k| k.len() != 2) {
+            return Err(n.error(format!("kernel_shape must hold 2 values, got {:?}", window.kernel)));
+        }
+        window.resolve(&[1, 1])?;
+        Ok(DeformConv { window, group: positive(n, "group")?, offset_group: positive(n, "offset_group")? })
     }
 }
 
@@ -112,6 +94,10 @@ struct Geometry {
     in_hw: [usize; 2],
     out_hw: [usize; 2],
     kernel: [usize; 2],
+    strides: [usize; 2],
+    dilations: [usize; 2],
+    /// Begin (top, left) pads.
+    pad: [usize; 2],
 }
 
 impl DeformConv {
@@ -135,8 +121,8 @@ impl DeformConv {
         let &[oc, cpg, kh, kw] = w_t.shape() else {
             return Err(Error::invalid(format!("DeformConv W must have rank 4, got shape {:?}", w_t.shape())));
         };
-        if let Some(k) = self.kernel_shape
-            && k != [kh, kw]
+        if let Some(k) = &self.window.kernel
+            && k[..] != [kh, kw]
         {
             return Err(Error::invalid(format!(
                 "DeformConv kernel_shape {k:?} differs from W's spatial shape {:?}",
@@ -155,21 +141,10 @@ impl DeformConv {
                 "DeformConv: {channels} channels do not split into {og} offset groups"
             )));
         }
-        let [dh, dw] = self.dilations;
-        let [sh, sw] = self.strides;
-        let [pt, pl, pb, pr] = self.pads;
-        let out_dim = |i: usize, k: usize, d: usize, s: usize, p0: usize, p1: usize| {
-            let span = (k - 1) * d + 1;
-            (i + p0 + p1).checked_sub(span).map(|r| r / s + 1)
-        };
-        let (Some(oh), Some(ow)) = (out_dim(ih, kh, dh, sh, pt, pb), out_dim(iw, kw, dw, sw, pl, pr)) else {
-            return Err(Error::invalid(format!(
-                "DeformConv kernel {:?} with dilations {:?} is larger than the padded input {:?}",
-                [kh, kw],
-                self.dilations,
-                [ih + pt + pb, iw + pl + pr]
-            )));
-        };
+        let win = self.window.resolve(&[kh, kw])?;
+        let geo = win.geometry(&[ih, iw], false)?;
+        let ([oh, ow], [dh, dw], [sh, sw]) = (to2(&geo.out), to2(&win.dilations), to2(&win.strides));
+        let [pt, pl] = to2(&geo.pad_begin);
         let taps = kh * kw;
         let want_off = [batch, og * taps * 2, oh, ow];
         if off_t.shape() != want_off {
@@ -198,7 +173,15 @@ impl DeformConv {
         let off = T::load(off_t)?;
         let mask = mask_t.map(T::load).transpose()?;
         let bias = b_t.map(T::load).transpose()?;
-        let geo = Geometry { channels, in_hw: [ih, iw], out_hw: [oh, ow], kernel: [kh, kw] };
+        let geo = Geometry {
+            channels,
+            in_hw: [ih, iw],
+            out_hw: [oh, ow],
+            kernel: [kh, kw],
+            strides: [sh, sw],
+            dilations: [dh, dw],
+            pad: [pt, pl],
+        };
         let (plane, cols_per_img) = (oh * ow, channels * taps * oh * ow);
         let (ocg, depth) = (oc / group, cpg * taps);
         let mut cols = vec![T::ZERO; cols_per_img];
@@ -257,8 +240,8 @@ impl DeformConv {
                 let m = mask.map(|m| &m[(gi * taps + tap) * plane..][..plane]);
                 for (p, s) in s_t.iter_mut().enumerate() {
                     let (oy, ox) = (p / ow, p % ow);
-                    let base_y = (oy * self.strides[0] + ki * self.dilations[0]) as f64 - self.pads[0] as f64;
-                    let base_x = (ox * self.strides[1] + kj * self.dilations[1]) as f64 - self.pads[1] as f64;
+                    let base_y = (oy * geo.strides[0] + ki * geo.dilations[0]) as f64 - geo.pad[0] as f64;
+                    let base_x = (ox * geo.strides[1] + kj * geo.dilations[1]) as f64 - geo.pad[1] as f64;
                     let py = T::from_f64(base_y) + dy[p];
                     let px = T::from_f64(base_x) + dx[p];
                     *s = bilinear(py, px, ih, iw, m.map_or(T::ONE, |m| m[p]));
@@ -281,7 +264,7 @@ impl DeformConv {
         if plane == 0 {
             return;
         }
-        if cols.len() >= PAR_MIN {
+        if cols.len() >= crate::par::ELEMENTS {
             cols.par_chunks_mut(plane).enumerate().for_each(fill);
         } else {
             cols.chunks_mut(plane).enumerate().for_each(fill);
@@ -310,4 +293,9 @@ fn bilinear<T: Float>(y: T, x: T, h: usize, w: usize, scale: T) -> Sample<T> {
         }
     }
     s
+}
+
+/// The two values of a per-axis list resolved for two spatial axes.
+fn to2(v: &[usize]) -> [usize; 2] {
+    [v[0], v[1]]
 }

@@ -3,8 +3,8 @@
 
 use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
-use super::{Ring, dispatch_ring, narrow_half, widen_half};
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry};
+use crate::kernels::reduce::elem::{Acc, RElem};
 
 pub(crate) fn register(r: &mut Registry) {
     r.add("", "Einsum", 12..=MAX_OPSET, factory);
@@ -96,10 +96,9 @@ fn einsum(eq: &Equation, ts: &[&Tensor]) -> Result<Tensor> {
     if let Some(t) = ts.iter().find(|t| t.dtype() != dtype) {
         return Err(Error::invalid(format!("Einsum inputs mix {dtype} and {}", t.dtype())));
     }
-    let wide = ts.iter().map(|t| widen_half(t)).collect::<Result<Vec<_>>>()?;
-    let wide: Vec<&Tensor> = wide.iter().map(|c| c.as_ref()).collect();
-    let out = dispatch_ring!(dtype, T => einsum_typed::<T>(eq, &wide))?;
-    narrow_half(out, dtype)
+    crate::kernel::with_numeric!(dtype, |T| einsum_typed::<T>(eq, ts), other => {
+        Err(Error::unsupported(format!("element type {other}")))
+    })
 }
 
 /// Each operand's label id per axis.
@@ -134,7 +133,7 @@ fn expand(t: &Term, e: usize, max_ell: usize) -> Vec<usize> {
     v
 }
 
-fn einsum_typed<T: Ring>(eq: &Equation, ts: &[&Tensor]) -> Result<Tensor> {
+fn einsum_typed<T: RElem>(eq: &Equation, ts: &[&Tensor]) -> Result<Tensor> {
     let ranks: Vec<usize> = ts.iter().map(|t| t.rank()).collect();
     let (ids, max_ell) = axis_ids(eq, &ranks)?;
     let nid = ELL0 + max_ell;
@@ -200,20 +199,20 @@ fn einsum_typed<T: Ring>(eq: &Equation, ts: &[&Tensor]) -> Result<Tensor> {
         let mut sidx = vec![0usize; sum_ext.len()];
         let mut off = vec![0usize; nops];
         for o in out.iter_mut() {
-            let mut acc = T::ZERO;
+            let mut acc = <T::A as Acc>::ZERO;
             if n_sum > 0 {
                 sidx.iter_mut().for_each(|v| *v = 0);
                 off.copy_from_slice(&base);
                 for _ in 0..n_sum {
-                    let mut p = T::ONE;
+                    let mut p = <T::A as Acc>::ONE;
                     for (d, &k) in data.iter().zip(&off) {
-                        p = p.mul(d[k]);
+                        p = p.mul(d[k].load());
                     }
                     acc = acc.add(p);
                     step(&mut sidx, &sum_ext, &sum_st, &mut off);
                 }
             }
-            *o = acc;
+            *o = T::store(acc);
             step(&mut oidx, &out_shape, &out_st, &mut base);
         }
     }))

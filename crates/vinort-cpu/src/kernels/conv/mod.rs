@@ -1,0 +1,21 @@
+//! Convolutions.
+//!
+//! - [`standard`][standard]: [Conv](https://onnx.ai/onnx/operators/onnx__Conv.html) and
+//!   [ConvTranspose](https://onnx.ai/onnx/operators/onnx__ConvTranspose.html), 1-D to 3-D.
+//! - [`deform`][deform]: [DeformConv](https://onnx.ai/onnx/operators/onnx__DeformConv.html)
+//!   (opsets 19, 22), 2-D, with offset groups, optional mask and bias.
+//!
+//! [`im2col`][im2col] is the window walk Conv and the quantized convolutions share; the window
+//! attributes themselves are parsed in `kernels::window`. The quantized convolutions (ConvInteger, QLinearConv) live with the other quantized ops in
+//! `kernels::quant`.
+
+use crate::kernel::Registry;
+
+pub(crate) mod deform;
+pub(crate) mod im2col;
+pub(crate) mod standard;
+
+pub(crate) fn register(r: &mut Registry) {
+    standard::register(r);
+    deform::register(r);
+}

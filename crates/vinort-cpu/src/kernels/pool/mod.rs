@@ -1,0 +1,16 @@
+//! Pooling.
+//!
+//! - [`pooling`][pooling]: [MaxPool](https://onnx.ai/onnx/operators/onnx__MaxPool.html),
+//!   [AveragePool](https://onnx.ai/onnx/operators/onnx__AveragePool.html),
+//!   [LpPool](https://onnx.ai/onnx/operators/onnx__LpPool.html) and their global forms.
+//! - [`unpool`][unpool]: [MaxUnpool](https://onnx.ai/onnx/operators/onnx__MaxUnpool.html).
+
+use crate::kernel::Registry;
+
+pub(crate) mod pooling;
+pub(crate) mod unpool;
+
+pub(crate) fn register(r: &mut Registry) {
+    pooling::register(r);
+    unpool::register(r);
+}
