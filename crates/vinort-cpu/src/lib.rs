@@ -7,5 +7,7 @@
 pub mod kernel;
 pub mod kernels;
 pub mod provider;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 pub use provider::CpuProvider;

@@ -5,9 +5,11 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use vinort_ir::{Attr, DType, Node, Result, RunContext, Tensor, Value, ValueId, ValueType};
+use vinort_ir::{Attr, Node, Result, Tensor};
 
-use crate::kernel::{NodeInfo, Registry};
+use crate::kernel::Registry;
+use crate::test_support::{self as ts, Known};
+pub(super) use crate::test_support::{config, f32_tensor as t32, tensor};
 
 mod conv;
 mod matmul;
@@ -28,43 +30,12 @@ pub(super) fn string(name: &str, v: &str) -> (String, Attr) {
 }
 
 pub(super) fn node(op: &str, opset: i64, n_in: usize, n_out: usize, attrs: Vec<(String, Attr)>) -> Node {
-    Node {
-        name: format!("test_{op}"),
-        op_type: op.to_string(),
-        domain: String::new(),
-        opset,
-        inputs: (0..n_in).map(|i| Some(ValueId(i as u32))).collect(),
-        outputs: (0..n_out).map(|i| Some(ValueId(100 + i as u32))).collect(),
-        implicit_inputs: vec![],
-        attrs,
-        proto: None,
-    }
-}
-
-/// Proptest settings: `cases` runs, and no regression files written outside this folder
-/// (failing inputs are printed instead).
-pub(super) fn config(cases: u32) -> proptest::prelude::ProptestConfig {
-    proptest::prelude::ProptestConfig { cases, failure_persistence: None, ..Default::default() }
+    ts::op(op, opset).inputs(n_in).outputs(n_out).attrs(attrs).build()
 }
 
 /// Compiles `node` with the inputs marked in `consts` known ahead, then runs it.
 pub(super) fn run_node(node: &Node, inputs: &[Option<Tensor>], consts: &[usize]) -> Result<Vec<Tensor>> {
-    let mut r = Registry::default();
-    super::register(&mut r);
-    let factory = r.find(node).map_err(vinort_ir::Error::unsupported)?;
-    let info = NodeInfo {
-        node,
-        inputs: inputs
-            .iter()
-            .map(|t| t.as_ref().map_or(ValueType::Unknown, |t| ValueType::tensor(t.dtype(), t.shape())))
-            .collect(),
-        consts: inputs.iter().enumerate().map(|(i, t)| t.clone().filter(|_| consts.contains(&i))).collect(),
-        outputs: vec![ValueType::Unknown; node.outputs.len()],
-    };
-    let kernel = factory(&info)?;
-    let values: Vec<Option<Value>> = inputs.iter().map(|t| t.clone().map(Value::Tensor)).collect();
-    let refs: Vec<Option<&Value>> = values.iter().map(Option::as_ref).collect();
-    kernel.run(&refs, &RunContext::default())?.into_iter().map(Value::into_tensor).collect()
+    ts::run_with(node, inputs, Known::TypesAndConsts(consts))
 }
 
 /// Runs a node and returns its first output.
@@ -79,28 +50,6 @@ pub(super) fn rand_vec(rng: &mut StdRng, n: usize) -> Vec<f64> {
 
 pub(super) fn rng(seed: u64) -> StdRng {
     StdRng::seed_from_u64(seed)
-}
-
-/// A tensor of `dtype` holding `v` (rounded to the type).
-pub(super) fn tensor(dtype: DType, shape: &[usize], v: &[f64]) -> Tensor {
-    let t = match dtype {
-        DType::F32 => Tensor::from_vec(shape, v.iter().map(|x| *x as f32).collect()),
-        DType::F64 => Tensor::from_slice(shape, v),
-        DType::F16 => Tensor::from_vec(shape, v.iter().map(|x| half::f16::from_f64(*x)).collect()),
-        DType::BF16 => Tensor::from_vec(shape, v.iter().map(|x| half::bf16::from_f64(*x)).collect()),
-        DType::I8 => Tensor::from_vec(shape, v.iter().map(|x| *x as i8).collect()),
-        DType::U8 => Tensor::from_vec(shape, v.iter().map(|x| *x as u8).collect()),
-        DType::I32 => Tensor::from_vec(shape, v.iter().map(|x| *x as i32).collect()),
-        DType::I64 => Tensor::from_vec(shape, v.iter().map(|x| *x as i64).collect()),
-        DType::U32 => Tensor::from_vec(shape, v.iter().map(|x| *x as u32).collect()),
-        DType::U64 => Tensor::from_vec(shape, v.iter().map(|x| *x as u64).collect()),
-        d => panic!("test helper does not build {d}"),
-    };
-    t.unwrap()
-}
-
-pub(super) fn t32(shape: &[usize], v: &[f64]) -> Tensor {
-    tensor(DType::F32, shape, v)
 }
 
 /// Asserts `got` matches `want` within `rel` relative error (absolute below magnitude 1).
@@ -134,7 +83,7 @@ pub(super) fn indices(shape: &[usize]) -> Vec<Vec<usize>> {
 
 /// Row-major flat offset.
 pub(super) fn flat(shape: &[usize], idx: &[usize]) -> usize {
-    shape.iter().zip(idx).fold(0, |acc, (d, i)| acc * d + i)
+    ts::ravel(idx, shape)
 }
 
 /// Transposes a row-major tensor's data by a permutation of its axes; returns the new shape.
