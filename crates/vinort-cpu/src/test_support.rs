@@ -155,10 +155,13 @@ pub(crate) fn run_node(node: &Node, inputs: &[Option<Tensor>]) -> Result<Vec<Ten
     run_with(node, inputs, Known::Types)
 }
 
-/// [`run_node`] with every input present, returning the first output.
+/// [`run_node`] on a one-output node with every input present; asserts the kernel made
+/// exactly one output.
 pub(crate) fn run1(node: &Node, inputs: &[Tensor]) -> Result<Tensor> {
     let inputs: Vec<Option<Tensor>> = inputs.iter().cloned().map(Some).collect();
-    run_node(node, &inputs)?.into_iter().next().ok_or_else(|| Error::invalid("no output"))
+    let mut out = run_node(node, &inputs)?;
+    assert_eq!(out.len(), 1, "{}: outputs", node.op_type);
+    Ok(out.remove(0))
 }
 
 /// Only compiles `node` for inputs of these dtypes (shapes unknown).

@@ -104,6 +104,29 @@ pub(super) fn auto_pad_name(i: usize) -> &'static str {
     ["NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"][i % 4]
 }
 
+/// [`spec_axis`] over every spatial axis: output extents, begin pads and end pads. `pads` holds
+/// the begins, then the ends, as the attribute does.
+pub(super) fn spec_axes(
+    auto_pad: &str,
+    input: &[usize],
+    kernel: &[usize],
+    strides: &[usize],
+    dilations: &[usize],
+    pads: &[usize],
+    ceil: bool,
+) -> Option<(Vec<usize>, Vec<i64>, Vec<i64>)> {
+    let r = input.len();
+    let (mut out, mut begin, mut end) = (vec![], vec![], vec![]);
+    for i in 0..r {
+        let (o, b, e) =
+            spec_axis(auto_pad, input[i], kernel[i], strides[i], dilations[i], (pads[i], pads[i + r]), ceil)?;
+        out.push(o);
+        begin.push(b as i64);
+        end.push(e as i64);
+    }
+    Some((out, begin, end))
+}
+
 /// Output extent and (begin, end) pads of one axis from the spec's formulas (Conv and pools).
 pub(super) fn spec_axis(
     auto_pad: &str,
