@@ -16,5 +16,7 @@ pub mod kernels;
 pub(crate) mod numeric;
 pub(crate) mod par;
 pub mod provider;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 pub use provider::CpuProvider;

@@ -5,28 +5,16 @@
 
 use half::{bf16, f16};
 use proptest::prelude::*;
-use vinort_ir::{Attr, DType, Elem, Error, Node, Result, RunContext, Tensor, Value, ValueId, ValueType};
+use vinort_ir::{Attr, DType, Error, Result, Tensor};
 
 use super::broadcast::{Broadcast, PAR_THRESHOLD, broadcast_shape};
 use super::num::{erf_f32, erf_f64};
-use crate::kernel::{NodeInfo, Registry};
+use crate::test_support::{
+    self as ts, Known, assert_close, close, config, strings, tensor_of as t, unravel, vec1 as v1,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Harness
-
-fn node(op: &str, opset: i64, n_in: usize, attrs: Vec<(&str, Attr)>) -> Node {
-    Node {
-        name: format!("{op}_0"),
-        op_type: op.into(),
-        domain: String::new(),
-        opset,
-        inputs: (0..n_in).map(|i| Some(ValueId(i as u32))).collect(),
-        outputs: vec![Some(ValueId(1000))],
-        implicit_inputs: vec![],
-        attrs: attrs.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-        proto: None,
-    }
-}
 
 /// Compiles and runs one node. With `typed`, the factory sees the input types (so it can refuse
 /// them); without, only the kernel sees them at run time.
@@ -37,53 +25,12 @@ fn run_node(
     inputs: &[Option<Tensor>],
     typed: bool,
 ) -> Result<Vec<Tensor>> {
-    let mut r = Registry::default();
-    super::register(&mut r);
-    let n = node(op, opset, inputs.len(), attrs);
-    let factory = r.find(&n).map_err(Error::unsupported)?;
-    let types = inputs
-        .iter()
-        .map(|t| match t {
-            Some(t) if typed => ValueType::tensor(t.dtype(), t.shape()),
-            _ => ValueType::Unknown,
-        })
-        .collect();
-    let info = NodeInfo { node: &n, inputs: types, consts: vec![None; inputs.len()], outputs: vec![] };
-    let kernel = factory(&info)?;
-    let values: Vec<Option<Value>> = inputs.iter().map(|t| t.clone().map(Value::Tensor)).collect();
-    let refs: Vec<Option<&Value>> = values.iter().map(Option::as_ref).collect();
-    kernel.run(&refs, &RunContext::default())?.into_iter().map(Value::into_tensor).collect()
+    let n = ts::op(op, opset).inputs(inputs.len()).attrs(attrs).build();
+    ts::run_with(&n, inputs, if typed { Known::Types } else { Known::Nothing })
 }
 
 fn run(op: &str, opset: i64, attrs: Vec<(&str, Attr)>, inputs: &[Tensor]) -> Result<Tensor> {
-    let inputs: Vec<Option<Tensor>> = inputs.iter().cloned().map(Some).collect();
-    let mut out = run_node(op, opset, attrs, &inputs, true)?;
-    assert_eq!(out.len(), 1);
-    Ok(out.remove(0))
-}
-
-fn t<T: Elem>(shape: &[usize], data: &[T]) -> Tensor {
-    Tensor::from_slice(shape, data).unwrap()
-}
-
-fn v1<T: Elem>(data: &[T]) -> Tensor {
-    t(&[data.len()], data)
-}
-
-fn strings(shape: &[usize], data: &[&str]) -> Tensor {
-    Tensor::from_strings(shape, data.iter().map(|s| s.to_string()).collect()).unwrap()
-}
-
-/// Equal, or both NaN, or within `rtol·|e| + atol`.
-fn close(got: f64, exp: f64, rtol: f64, atol: f64) -> bool {
-    (got.is_nan() && exp.is_nan()) || got == exp || (got - exp).abs() <= rtol * exp.abs() + atol
-}
-
-fn assert_close(got: &[f64], exp: &[f64], rtol: f64, atol: f64, what: &str) {
-    assert_eq!(got.len(), exp.len(), "{what}: length");
-    for (i, (g, e)) in got.iter().zip(exp).enumerate() {
-        assert!(close(*g, *e, rtol, atol), "{what}: element {i}: got {g}, expected {e}");
-    }
+    ts::run1(&ts::op(op, opset).inputs(inputs.len()).attrs(attrs).build(), inputs)
 }
 
 /// A small deterministic generator, so large tensors need no proptest shrinking.
@@ -133,15 +80,6 @@ fn ref_shape(shapes: &[&[usize]]) -> Option<Vec<usize>> {
     Some(out)
 }
 
-fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
-    let mut idx = vec![0; shape.len()];
-    for d in (0..shape.len()).rev() {
-        idx[d] = i % shape[d];
-        i /= shape[d];
-    }
-    idx
-}
-
 /// Flat index into an input of `shape` for output multi-index `out_idx`.
 fn ref_index(out_idx: &[usize], shape: &[usize]) -> usize {
     let pad = out_idx.len() - shape.len();
@@ -188,12 +126,6 @@ fn ref_erf(x: f64) -> f64 {
 
 // ---------------------------------------------------------------------------------------------
 // Random broadcast-compatible shapes
-
-/// Failures are reported with their minimal input rather than persisted, so test runs write
-/// nothing outside this folder.
-fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
-}
 
 fn dim() -> impl Strategy<Value = usize> {
     prop::sample::select(vec![0usize, 1, 1, 2, 3, 5, 7])

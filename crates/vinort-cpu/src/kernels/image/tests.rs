@@ -1,127 +1,37 @@
 //! Tests: the ONNX node tests of this family, and Resize against naive references.
 
-use std::path::Path;
-
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use vinort_ir::{Attr, DType, Node, RunContext, Tensor, Value, ValueId, ValueType};
+use vinort_ir::{Attr, DType, Node, Tensor};
 
-use crate::kernel::{NodeInfo, Registry};
+use crate::test_support::{self as ts, Cases, NODE_TOL, prefixed, run_node, run_node_cases};
 
-const OPS: &[&str] =
-    &["resize", "upsample", "gridsample", "affine_grid", "col2im", "center_crop_pad", "roialign", "nonmaxsuppression"];
+/// Name prefixes of the node tests of this family's ops.
+const PREFIXES: &[&str] = &[
+    "test_resize",
+    "test_upsample",
+    "test_gridsample",
+    "test_affine_grid",
+    "test_col2im",
+    "test_center_crop_pad",
+    "test_roialign",
+    "test_nonmaxsuppression",
+];
 
 /// Cases known to fail, with the reason.
 const KNOWN_FAILURES: &[(&str, &str)] = &[];
 
-fn compare(got: &Tensor, want: &Tensor) -> Result<(), String> {
-    if got.shape() != want.shape() {
-        return Err(format!("shape {:?}, want {:?}", got.shape(), want.shape()));
-    }
-    if got.dtype() != want.dtype() {
-        return Err(format!("dtype {}, want {}", got.dtype(), want.dtype()));
-    }
-    if want.dtype().is_float() {
-        let (g, w) = (got.to_f64_vec().map_err(|e| e.to_string())?, want.to_f64_vec().map_err(|e| e.to_string())?);
-        for (i, (g, w)) in g.iter().zip(&w).enumerate() {
-            let ok = if w.is_nan() { g.is_nan() } else { (g - w).abs() <= 1e-7 + 1e-3 * w.abs() };
-            if !ok {
-                return Err(format!("element {i}: got {g}, want {w}"));
-            }
-        }
-    } else if got.as_bytes() != want.as_bytes() {
-        return Err("integer elements differ".into());
-    }
-    Ok(())
-}
-
-fn run_case(dir: &Path) -> Result<(), String> {
-    let m = vinort_ir::Model::load(dir.join("model.onnx")).map_err(|e| e.to_string())?;
-    let g = &m.graph;
-    let plan = crate::provider::compile_nodes(g, g.topo_order(), g.inputs(), g.outputs()).map_err(|e| e.to_string())?;
-    let data = dir.join("test_data_set_0");
-    let load = |name: String| -> Result<Tensor, String> {
-        let bytes = std::fs::read(data.join(&name)).map_err(|e| format!("{name}: {e}"))?;
-        Ok(vinort_ir::tensor_proto::decode_tensor(bytes.into()).map_err(|e| e.to_string())?.1.to_aligned())
-    };
-    let inputs: Vec<Value> =
-        (0..g.inputs().len()).map(|i| load(format!("input_{i}.pb")).map(Value::Tensor)).collect::<Result<_, _>>()?;
-    let refs: Vec<&Value> = inputs.iter().collect();
-    let outs = plan.run(&refs, &RunContext::default()).map_err(|e| e.to_string())?;
-    for (i, o) in outs.iter().enumerate() {
-        let want = load(format!("output_{i}.pb"))?;
-        let got = o.as_tensor().map_err(|e| e.to_string())?;
-        compare(got, &want).map_err(|e| format!("output {i}: {e}"))?;
-    }
-    Ok(())
-}
-
 #[test]
 fn onnx_node_tests() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/node");
-    if !root.exists() {
-        println!("no node tests at {}: skipped", root.display());
-        return;
-    }
-    let mut names: Vec<String> = std::fs::read_dir(&root)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| !n.ends_with("_expanded") && OPS.iter().any(|op| n.starts_with(&format!("test_{op}"))))
-        .collect();
-    names.sort();
-    let (mut passed, mut failed) = (0, Vec::new());
-    for n in &names {
-        match run_case(&root.join(n)) {
-            Ok(()) => passed += 1,
-            Err(e) => {
-                println!("FAIL {n}: {e}");
-                failed.push(n.clone());
-            }
-        }
-    }
-    for op in OPS {
-        let of = |n: &String| n.starts_with(&format!("test_{op}"));
-        let total = names.iter().filter(|n| of(n)).count();
-        let bad = failed.iter().filter(|n| of(n)).count();
-        println!("  {op}: {} of {total} passed", total - bad);
-    }
-    println!("{passed} passed, {} failed", failed.len());
-    let unexpected: Vec<&String> = failed.iter().filter(|n| !KNOWN_FAILURES.iter().any(|(k, _)| k == n)).collect();
-    assert!(unexpected.is_empty(), "unexpected failures: {unexpected:?}");
+    run_node_cases(Cases::Matching(&prefixed(PREFIXES)), KNOWN_FAILURES, NODE_TOL);
 }
 
 fn node(op: &str, opset: i64, attrs: Vec<(&str, Attr)>, n_in: usize) -> Node {
-    Node {
-        name: format!("{op}_test"),
-        op_type: op.into(),
-        domain: String::new(),
-        opset,
-        inputs: (0..n_in).map(|i| Some(ValueId(i as u32))).collect(),
-        outputs: vec![Some(ValueId(100))],
-        implicit_inputs: vec![],
-        attrs: attrs.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-        proto: None,
-    }
+    ts::op(op, opset).inputs(n_in).attrs(attrs).build()
 }
 
 fn run(node: &Node, inputs: &[Option<Tensor>]) -> Tensor {
-    let mut r = Registry::default();
-    super::register(&mut r);
-    let info = NodeInfo {
-        node,
-        inputs: inputs
-            .iter()
-            .map(|t| t.as_ref().map_or(ValueType::Unknown, |t| ValueType::tensor(t.dtype(), t.shape())))
-            .collect(),
-        consts: vec![None; inputs.len()],
-        outputs: vec![ValueType::Unknown],
-    };
-    let k = r.find(node).map(|f| f(&info)).unwrap_or_else(|e| panic!("{e}")).unwrap();
-    let vals: Vec<Option<Value>> = inputs.iter().map(|t| t.clone().map(Value::from)).collect();
-    let refs: Vec<Option<&Value>> = vals.iter().map(Option::as_ref).collect();
-    k.run(&refs, &RunContext::default()).unwrap().remove(0).into_tensor().unwrap()
+    run_node(node, inputs).unwrap_or_else(|e| panic!("{e}")).remove(0)
 }
 
 fn s(v: &str) -> Attr {

@@ -1,12 +1,11 @@
 //! ONNX node tests of this family's ops, and checks against naive references.
 
-use std::path::Path;
-
 use proptest::prelude::*;
-use vinort_ir::{DType, Model, RunContext, Tensor, Value};
+use vinort_ir::{DType, Tensor};
 
 use super::nll::{LossAttrs, Reduction, log_softmax_axis1, nll};
 use crate::kernels::linalg::einsum::einsum_for_test;
+use crate::test_support::{Cases, NODE_TOL, config, f32_tensor as f32t, prefixed, run_node_cases};
 
 /// Name prefixes of the node tests of this family's ops.
 const PREFIXES: &[&str] = &[
@@ -28,89 +27,12 @@ const PREFIXES: &[&str] = &[
 /// Cases expected to fail, with the reason.
 const KNOWN_FAILURES: &[(&str, &str)] = &[];
 
-fn close(got: &Tensor, want: &Tensor) -> Result<(), String> {
-    if got.dtype() != want.dtype() || got.shape() != want.shape() {
-        return Err(format!("got {got:?}, want {want:?}"));
-    }
-    if want.dtype().is_float() {
-        let (g, w) = (got.to_f64_vec().map_err(|e| e.to_string())?, want.to_f64_vec().map_err(|e| e.to_string())?);
-        for (i, (g, w)) in g.iter().zip(&w).enumerate() {
-            let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= 1e-7 + 1e-3 * w.abs();
-            if !ok {
-                return Err(format!("element {i}: got {g}, want {w}"));
-            }
-        }
-        Ok(())
-    } else if got.as_bytes() == want.as_bytes() {
-        Ok(())
-    } else {
-        Err(format!("{got:?} bytes differ"))
-    }
-}
-
-fn run_case(dir: &Path) -> Result<(), String> {
-    let s = |e: vinort_ir::Error| e.to_string();
-    let m = Model::load(dir.join("model.onnx")).map_err(s)?;
-    let g = &m.graph;
-    let plan = crate::provider::compile_nodes(g, g.topo_order(), g.inputs(), g.outputs()).map_err(s)?;
-    let mut sets: Vec<_> =
-        std::fs::read_dir(dir).map_err(|e| e.to_string())?.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
-    sets.sort();
-    for set in sets {
-        let read = |name: String| -> Result<Tensor, String> {
-            let bytes = std::fs::read(set.join(name)).map_err(|e| e.to_string())?;
-            Ok(vinort_ir::tensor_proto::decode_tensor(bytes.into()).map_err(s)?.1.to_aligned())
-        };
-        let inputs: Vec<Value> =
-            (0..g.inputs().len()).map(|i| read(format!("input_{i}.pb")).map(Value::from)).collect::<Result<_, _>>()?;
-        let refs: Vec<&Value> = inputs.iter().collect();
-        let outs = plan.run(&refs, &RunContext::default()).map_err(s)?;
-        let n_want = (0..).take_while(|i| set.join(format!("output_{i}.pb")).exists()).count();
-        if outs.len() != n_want {
-            return Err(format!("{} outputs, want {n_want}", outs.len()));
-        }
-        for (i, o) in outs.iter().enumerate() {
-            let want = read(format!("output_{i}.pb"))?;
-            close(o.as_tensor().map_err(s)?, &want).map_err(|e| format!("output {i}: {e}"))?;
-        }
-    }
-    Ok(())
-}
-
 #[test]
 fn onnx_node_tests() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/node");
-    if !root.exists() {
-        println!("{} does not exist: node tests skipped", root.display());
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(&root) else { return };
-    let mut dirs: Vec<String> = entries
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| PREFIXES.iter().any(|p| n.starts_with(p)) && !n.ends_with("_expanded"))
-        .collect();
-    dirs.sort();
-    let (mut passed, mut failed) = (0, Vec::new());
-    for d in &dirs {
-        match run_case(&root.join(d)) {
-            Ok(()) => passed += 1,
-            Err(e) => {
-                println!("FAIL {d}: {e}");
-                failed.push(d.clone());
-            }
-        }
-    }
-    println!("{passed} passed, {} failed", failed.len());
-    let unexpected: Vec<&String> = failed.iter().filter(|d| !KNOWN_FAILURES.iter().any(|(k, _)| k == d)).collect();
-    assert!(unexpected.is_empty(), "unexpected failures: {unexpected:?}");
+    run_node_cases(Cases::Matching(&prefixed(PREFIXES)), KNOWN_FAILURES, NODE_TOL);
 }
 
 // ---------------------------------------------------------------- naive references
-
-fn f32t(shape: &[usize], v: &[f64]) -> Tensor {
-    Tensor::build::<f32>(shape, |o| o.iter_mut().zip(v).for_each(|(o, v)| *o = *v as f32))
-}
 
 /// The loss of one (n, c, d) position by the textbook formula.
 fn naive_nll(
@@ -147,7 +69,7 @@ fn reduction() -> impl Strategy<Value = Reduction> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(config(64))]
 
     #[test]
     fn nll_matches_naive(

@@ -2,16 +2,14 @@
 //! provider, hand-derived values from the specs, TreeEnsemble against a naive recursive
 //! evaluator of the raw attributes on random ensembles, and malformed inputs.
 
-use std::path::Path;
-
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use vinort_ir::{Attr, DType, Node, RunContext, Tensor, Value, ValueId, ValueType};
+use vinort_ir::{Attr, DType, Node, Tensor};
 
 use super::ML_DOMAIN;
 use super::signal::{Window, mel_weight_matrix};
 use super::tree::{PostTransform, post_transform, probit};
-use crate::kernel::{NodeInfo, Registry};
+use crate::test_support::{self as ts, Cases, NODE_TOL, assert_close, run_node_cases, run1, vec1 as t1};
 
 /// The node cases of this family (the `_expanded` window cases test function bodies built from
 /// other families' ops and are left to the suite-wide runner).
@@ -33,120 +31,28 @@ const CASES: &[&str] = &[
     "test_melweightmatrix",
 ];
 
-fn load_pb(p: &Path) -> Result<Tensor, String> {
-    let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
-    let (_, t) = vinort_ir::tensor_proto::decode_tensor(bytes.into()).map_err(|e| e.to_string())?;
-    Ok(t.to_aligned())
-}
-
-fn compare(got: &Tensor, want: &Tensor) -> Result<(), String> {
-    if got.dtype() != want.dtype() || got.shape() != want.shape() {
-        return Err(format!("got {}{:?}, want {}{:?}", got.dtype(), got.shape(), want.dtype(), want.shape()));
-    }
-    match want.dtype() {
-        DType::String => {
-            if got.as_strings().map_err(|e| e.to_string())? != want.as_strings().map_err(|e| e.to_string())? {
-                return Err("strings differ".into());
-            }
-        }
-        d if d.is_float() => {
-            let g = got.to_f64_vec().map_err(|e| e.to_string())?;
-            let w = want.to_f64_vec().map_err(|e| e.to_string())?;
-            for (k, (g, w)) in g.iter().zip(&w).enumerate() {
-                let ok = if w.is_nan() { g.is_nan() } else { (g - w).abs() <= 1e-7 + 1e-3 * w.abs() };
-                if !ok {
-                    return Err(format!("element {k}: got {g}, want {w}"));
-                }
-            }
-        }
-        _ => {
-            if got.as_bytes() != want.as_bytes() {
-                return Err("elements differ".into());
-            }
-        }
-    }
-    Ok(())
-}
-
-fn run_case(dir: &Path) -> Result<(), String> {
-    let model = vinort_ir::Model::load(dir.join("model.onnx")).map_err(|e| e.to_string())?;
-    let g = &model.graph;
-    let plan = crate::provider::compile_nodes(g, g.topo_order(), g.inputs(), g.outputs()).map_err(|e| e.to_string())?;
-    let data = dir.join("test_data_set_0");
-    let inputs: Vec<Value> = (0..g.inputs().len())
-        .map(|i| load_pb(&data.join(format!("input_{i}.pb"))).map(Value::Tensor))
-        .collect::<Result<_, _>>()?;
-    let refs: Vec<&Value> = inputs.iter().collect();
-    let outs = plan.run(&refs, &RunContext::default()).map_err(|e| e.to_string())?;
-    for (i, o) in outs.iter().enumerate() {
-        let want = load_pb(&data.join(format!("output_{i}.pb")))?;
-        compare(o.as_tensor().map_err(|e| e.to_string())?, &want).map_err(|e| format!("output {i}: {e}"))?;
-    }
-    Ok(())
-}
-
 #[test]
 fn onnx_node_cases() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/node");
-    if !root.exists() {
-        println!("{} does not exist; skipping the ONNX node cases", root.display());
-        return;
-    }
-    let mut failed = Vec::new();
-    for case in CASES {
-        if let Err(e) = run_case(&root.join(case)) {
-            println!("FAIL {case}: {e}");
-            failed.push(*case);
-        }
-    }
-    println!("{} passed, {} failed", CASES.len() - failed.len(), failed.len());
-    assert!(failed.is_empty(), "failed: {failed:?}");
+    run_node_cases(Cases::Listed(CASES), &[], NODE_TOL);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-fn node(domain: &str, op: &str, opset: i64, attrs: Vec<(&str, Attr)>, n_in: usize) -> Node {
-    Node {
-        name: format!("{op}_test"),
-        op_type: op.into(),
-        domain: domain.into(),
-        opset,
-        inputs: (0..n_in).map(|i| Some(ValueId(i as u32))).collect(),
-        outputs: vec![Some(ValueId(100))],
-        implicit_inputs: vec![],
-        attrs: attrs.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-        proto: None,
-    }
-}
-
 fn ml(op: &str, opset: i64, attrs: Vec<(&str, Attr)>, n_in: usize) -> Node {
-    node(ML_DOMAIN, op, opset, attrs, n_in)
+    ts::op(op, opset).domain(ML_DOMAIN).inputs(n_in).attrs(attrs).build()
 }
 
-/// Compiles and runs one node through the registry, as the provider does.
-fn try_run(node: &Node, inputs: &[Tensor]) -> vinort_ir::Result<Tensor> {
-    let mut r = Registry::default();
-    super::register(&mut r);
-    let info = NodeInfo {
-        node,
-        inputs: inputs.iter().map(|t| ValueType::tensor(t.dtype(), t.shape())).collect(),
-        consts: vec![None; inputs.len()],
-        outputs: vec![ValueType::Unknown],
-    };
-    let factory = r.find(node).map_err(vinort_ir::Error::unsupported)?;
-    let k = factory(&info)?;
-    let vals: Vec<Value> = inputs.iter().cloned().map(Value::from).collect();
-    let refs: Vec<Option<&Value>> = vals.iter().map(Some).collect();
-    k.run(&refs, &RunContext::default())?.remove(0).into_tensor()
+fn onnx(op: &str, opset: i64, attrs: Vec<(&str, Attr)>, n_in: usize) -> Node {
+    ts::op(op, opset).inputs(n_in).attrs(attrs).build()
 }
 
 fn run(node: &Node, inputs: &[Tensor]) -> Tensor {
-    try_run(node, inputs).unwrap_or_else(|e| panic!("{}: {e}", node.op_type))
+    run1(node, inputs).unwrap_or_else(|e| panic!("{}: {e}", node.op_type))
 }
 
 fn err(node: &Node, inputs: &[Tensor]) -> String {
-    match try_run(node, inputs) {
+    match run1(node, inputs) {
         Ok(t) => panic!("{} should fail, got {t:?}", node.op_type),
         Err(e) => e.to_string(),
     }
@@ -156,15 +62,8 @@ fn strs(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
-fn t1<T: vinort_ir::Elem>(v: &[T]) -> Tensor {
-    Tensor::from_slice(&[v.len()], v).unwrap()
-}
-
 fn close(got: &[f64], want: &[f64], tol: f64) {
-    assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!((g - w).abs() <= tol, "element {i}: got {g}, want {w} (all: {got:?})");
-    }
+    assert_close(got, want, 0.0, tol, "values");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -686,7 +585,7 @@ fn tree_ensemble_rejects_malformed_ensembles() {
 // Windows and MelWeightMatrix
 
 fn window(op: &str, attrs: Vec<(&str, Attr)>, size: Tensor) -> Tensor {
-    run(&node("", op, 17, attrs, 1), &[size])
+    run(&onnx(op, 17, attrs, 1), &[size])
 }
 
 #[test]
@@ -721,12 +620,12 @@ fn windows_output_types_and_errors() {
     assert_eq!(y.to_vec::<i32>().unwrap(), [0, 0, 1, 0]);
     let y = window("HammingWindow", vec![("output_datatype", Attr::Int(DType::F16 as i64))], Tensor::scalar(2i64));
     assert_eq!(y.dtype(), DType::F16);
-    let e = err(&node("", "HannWindow", 17, vec![], 1), &[Tensor::scalar(-3i64)]);
+    let e = err(&onnx("HannWindow", 17, vec![], 1), &[Tensor::scalar(-3i64)]);
     assert!(e.contains("size must be non-negative, got -3"), "{e}");
-    let n = node("", "HannWindow", 17, vec![("output_datatype", Attr::Int(DType::String as i64))], 1);
+    let n = onnx("HannWindow", 17, vec![("output_datatype", Attr::Int(DType::String as i64))], 1);
     let e = err(&n, &[Tensor::scalar(3i64)]);
     assert!(e.contains("output_datatype 8 is not a numeric"), "{e}");
-    let e = err(&node("", "BlackmanWindow", 17, vec![], 1), &[t1(&[2i64, 3])]);
+    let e = err(&onnx("BlackmanWindow", 17, vec![], 1), &[t1(&[2i64, 3])]);
     assert!(e.contains("exactly one value"), "{e}");
 }
 
@@ -757,7 +656,7 @@ fn mel_weight_matrix_hand_derived() {
 
 #[test]
 fn mel_weight_matrix_kernel_and_errors() {
-    let n = node("", "MelWeightMatrix", 17, vec![("output_datatype", Attr::Int(DType::F64 as i64))], 5);
+    let n = onnx("MelWeightMatrix", 17, vec![("output_datatype", Attr::Int(DType::F64 as i64))], 5);
     let args = |mels: i64, upper: f32| {
         vec![
             Tensor::scalar(mels),

@@ -2,12 +2,11 @@
 //! through the Cpu provider, and property tests of QuantizeLinear / DequantizeLinear against
 //! naive per-element references written from the spec.
 
-use std::path::{Path, PathBuf};
-
 use proptest::prelude::*;
-use vinort_ir::{DType, Tensor, Value};
+use vinort_ir::{DType, Tensor};
 
 use super::qdq::{Dequantize, Quantize};
+use crate::test_support::{Cases, NODE_TOL, config, ravel, run_node_cases, unravel};
 
 /// Node test cases of this family (the `_expanded` DynamicQuantizeLinear variants test the
 /// function body, built from other families' ops, and are left to the suite-wide runner).
@@ -59,94 +58,19 @@ const CASES: &[&str] = &[
 /// Cases expected to fail, with the reason.
 const KNOWN_FAILURES: &[(&str, &str)] = &[];
 
-fn node_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/node")
-}
-
-fn load_pb(p: &Path) -> Result<Tensor, String> {
-    let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
-    let (_, t) = vinort_ir::tensor_proto::decode_tensor(bytes.into()).map_err(|e| e.to_string())?;
-    Ok(t.to_aligned())
-}
-
-fn compare(i: usize, got: &Tensor, want: &Tensor) -> Result<(), String> {
-    if got.dtype() != want.dtype() || got.shape() != want.shape() {
-        return Err(format!(
-            "output {i}: got {}{:?}, want {}{:?}",
-            got.dtype(),
-            got.shape(),
-            want.dtype(),
-            want.shape()
-        ));
-    }
-    if want.dtype().is_float() {
-        let (g, w) = (got.to_f64_vec().map_err(|e| e.to_string())?, want.to_f64_vec().map_err(|e| e.to_string())?);
-        for (k, (g, w)) in g.iter().zip(&w).enumerate() {
-            let ok = if w.is_nan() { g.is_nan() } else { (g - w).abs() <= 1e-3 * w.abs() + 1e-7 || g == w };
-            if !ok {
-                return Err(format!("output {i}[{k}]: got {g}, want {w}"));
-            }
-        }
-        return Ok(());
-    }
-    if got.as_bytes() != want.as_bytes() {
-        return Err(format!("output {i}: got bytes {:?}, want {:?}", got.as_bytes(), want.as_bytes()));
-    }
-    Ok(())
-}
-
-fn run_case(dir: &Path) -> Result<(), String> {
-    let model = vinort_ir::Model::load(dir.join("model.onnx")).map_err(|e| e.to_string())?;
-    let g = &model.graph;
-    let plan = crate::provider::compile_nodes(g, g.topo_order(), g.inputs(), g.outputs()).map_err(|e| e.to_string())?;
-    let data = dir.join("test_data_set_0");
-    let inputs: Vec<Value> = (0..g.inputs().len())
-        .map(|i| load_pb(&data.join(format!("input_{i}.pb"))).map(Value::Tensor))
-        .collect::<Result<_, _>>()?;
-    let refs: Vec<&Value> = inputs.iter().collect();
-    let outs = plan.run(&refs, &vinort_ir::RunContext::default()).map_err(|e| e.to_string())?;
-    for (i, o) in outs.iter().enumerate() {
-        let want = load_pb(&data.join(format!("output_{i}.pb")))?;
-        compare(i, o.as_tensor().map_err(|e| e.to_string())?, &want)?;
-    }
-    Ok(())
-}
-
 #[test]
 fn onnx_node_cases() {
-    let root = node_dir();
-    if !root.exists() {
-        println!("{} does not exist; skipping the ONNX node cases", root.display());
-        return;
-    }
-    let (mut passed, mut failed) = (0, Vec::new());
-    for case in CASES {
-        match run_case(&root.join(case)) {
-            Ok(()) => passed += 1,
-            Err(e) => {
-                println!("FAIL {case}: {e}");
-                failed.push(*case);
-            }
-        }
-    }
-    println!("{passed} passed, {} failed", failed.len());
-    let unexpected: Vec<&&str> = failed.iter().filter(|c| !KNOWN_FAILURES.iter().any(|(k, _)| k == *c)).collect();
-    assert!(unexpected.is_empty(), "unexpected failures: {unexpected:?}");
+    run_node_cases(Cases::Listed(CASES), KNOWN_FAILURES, NODE_TOL);
 }
 
 /// Index of the scale for flat element `i` of `shape`, straight from the spec's definitions.
 fn naive_scale_index(i: usize, shape: &[usize], scale_shape: &[usize], axis: usize, block: usize) -> usize {
-    let mut idx = vec![0; shape.len()];
-    let mut rem = i;
-    for d in (0..shape.len()).rev() {
-        idx[d] = rem % shape[d];
-        rem /= shape[d];
-    }
+    let mut idx = unravel(i, shape);
     if block == 0 {
         return idx[axis];
     }
     idx[axis] /= block;
-    idx.iter().zip(scale_shape).fold(0, |acc, (i, s)| acc * s + i)
+    ravel(&idx, scale_shape)
 }
 
 /// A shape, an axis, a block size (0 = per-axis) and the matching scale shape.
@@ -166,12 +90,8 @@ fn layout() -> impl Strategy<Value = (Vec<usize>, usize, usize, Vec<usize>)> {
     )
 }
 
-fn config() -> ProptestConfig {
-    ProptestConfig { cases: 64, failure_persistence: None, ..Default::default() }
-}
-
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(config(64))]
 
     #[test]
     fn quantize_matches_naive((shape, axis, block, sshape) in layout(), seed in any::<u64>(), signed in any::<bool>()) {

@@ -3,87 +3,30 @@
 //! (one batch entry and one time step at a time, sharing no code with the kernels), and bad
 //! inputs that must fail with a clear error.
 
-use std::path::{Path, PathBuf};
-
 use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use vinort_ir::{Attr, DType, Error, Node, Result, RunContext, Tensor, Value, ValueId, ValueType};
+use vinort_ir::{Attr, DType, Error, Node, Result, Tensor};
 
 use super::activation::{self, Activation, Kind};
-use crate::kernel::{NodeInfo, Registry};
+use crate::test_support::{
+    self as ts, Cases, Tol, check_close, config, expect_err, run_node, run_node_cases, tensor, tensor_of,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Harness
 
 fn node(op: &str, opset: i64, inputs: &[bool], outputs: &[bool], attrs: Vec<(&str, Attr)>) -> Node {
-    Node {
-        name: format!("{op}_0"),
-        op_type: op.into(),
-        domain: String::new(),
-        opset,
-        inputs: inputs.iter().enumerate().map(|(i, p)| p.then_some(ValueId(i as u32))).collect(),
-        outputs: outputs.iter().enumerate().map(|(i, p)| p.then_some(ValueId(100 + i as u32))).collect(),
-        implicit_inputs: vec![],
-        attrs: attrs.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-        proto: None,
-    }
-}
-
-/// Compiles `node` through the family's registry (the factory sees the input types) and runs it.
-fn run_node(node: &Node, inputs: &[Option<Tensor>]) -> Result<Vec<Tensor>> {
-    let mut r = Registry::default();
-    super::register(&mut r);
-    crate::kernels::conv::deform::register(&mut r);
-    let factory = r.find(node).map_err(Error::unsupported)?;
-    let info = NodeInfo {
-        node,
-        inputs: inputs
-            .iter()
-            .map(|t| t.as_ref().map_or(ValueType::Unknown, |t| ValueType::tensor(t.dtype(), t.shape())))
-            .collect(),
-        consts: vec![None; inputs.len()],
-        outputs: vec![ValueType::Unknown; node.outputs.len()],
-    };
-    let kernel = factory(&info)?;
-    let values: Vec<Option<Value>> = inputs.iter().map(|t| t.clone().map(Value::Tensor)).collect();
-    let refs: Vec<Option<&Value>> = values.iter().map(Option::as_ref).collect();
-    kernel.run(&refs, &RunContext::default())?.into_iter().map(Value::into_tensor).collect()
-}
-
-/// A tensor of `dtype` holding `v` rounded to the type.
-fn tensor(dtype: DType, shape: &[usize], v: &[f64]) -> Tensor {
-    let t = match dtype {
-        DType::F32 => Tensor::from_vec(shape, v.iter().map(|x| *x as f32).collect()),
-        DType::F64 => Tensor::from_slice(shape, v),
-        DType::F16 => Tensor::from_vec(shape, v.iter().map(|x| half::f16::from_f64(*x)).collect()),
-        DType::BF16 => Tensor::from_vec(shape, v.iter().map(|x| half::bf16::from_f64(*x)).collect()),
-        d => panic!("test helper: no float tensor of {d}"),
-    };
-    t.expect("test tensor")
+    ts::op(op, opset).input_mask(inputs).output_mask(outputs).attrs(attrs).build()
 }
 
 fn f32s(shape: &[usize], v: &[f32]) -> Option<Tensor> {
-    Some(Tensor::from_slice(shape, v).expect("test tensor"))
+    Some(tensor_of(shape, v))
 }
 
+/// Within `tol·(1 + |want|)`.
 fn close(what: &str, got: &[f64], want: &[f64], tol: f64) -> std::result::Result<(), String> {
-    if got.len() != want.len() {
-        return Err(format!("{what}: {} values, want {}", got.len(), want.len()));
-    }
-    for (k, (g, w)) in got.iter().zip(want).enumerate() {
-        if (g - w).abs() > tol * (1.0 + w.abs()) {
-            return Err(format!("{what}[{k}]: got {g}, want {w}"));
-        }
-    }
-    Ok(())
-}
-
-fn expect_err(r: Result<Vec<Tensor>>, needle: &str) {
-    match r {
-        Ok(_) => panic!("expected an error mentioning '{needle}'"),
-        Err(e) => assert!(e.to_string().contains(needle), "error '{e}' does not mention '{needle}'"),
-    }
+    check_close(got, want, tol, tol, what)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -114,53 +57,9 @@ const CASES: &[&str] = &[
     "test_simple_rnn_with_initial_bias",
 ];
 
-fn node_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/node")
-}
-
-fn load_pb(p: &Path) -> std::result::Result<Tensor, String> {
-    let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
-    Ok(vinort_ir::tensor_proto::decode_tensor(bytes.into()).map_err(|e| e.to_string())?.1.to_aligned())
-}
-
-fn run_case(dir: &Path) -> std::result::Result<(), String> {
-    let model = vinort_ir::Model::load(dir.join("model.onnx")).map_err(|e| e.to_string())?;
-    let g = &model.graph;
-    let plan = crate::provider::compile_nodes(g, g.topo_order(), g.inputs(), g.outputs()).map_err(|e| e.to_string())?;
-    let data = dir.join("test_data_set_0");
-    let inputs: Vec<Value> = (0..g.inputs().len())
-        .map(|i| load_pb(&data.join(format!("input_{i}.pb"))).map(Value::Tensor))
-        .collect::<std::result::Result<_, _>>()?;
-    let refs: Vec<&Value> = inputs.iter().collect();
-    let outs = plan.run(&refs, &RunContext::default()).map_err(|e| e.to_string())?;
-    for (i, o) in outs.iter().enumerate() {
-        let want = load_pb(&data.join(format!("output_{i}.pb")))?;
-        let got = o.as_tensor().map_err(|e| e.to_string())?;
-        if got.dtype() != want.dtype() || got.shape() != want.shape() {
-            return Err(format!(
-                "output {i}: got {}{:?}, want {}{:?}",
-                got.dtype(),
-                got.shape(),
-                want.dtype(),
-                want.shape()
-            ));
-        }
-        let (g, w) = (got.to_f64_vec().map_err(|e| e.to_string())?, want.to_f64_vec().map_err(|e| e.to_string())?);
-        close(&format!("output {i}"), &g, &w, 1e-4)?;
-    }
-    Ok(())
-}
-
 #[test]
 fn onnx_node_cases() {
-    let root = node_dir();
-    if !root.exists() {
-        println!("{} does not exist; skipping the ONNX node cases", root.display());
-        return;
-    }
-    let failed: Vec<String> =
-        CASES.iter().filter_map(|c| run_case(&root.join(c)).err().map(|e| format!("{c}: {e}"))).collect();
-    assert!(failed.is_empty(), "failed node cases: {failed:#?}");
+    run_node_cases(Cases::Listed(CASES), &[], Tol { rtol: 1e-4, atol: 1e-4 });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -674,10 +573,6 @@ fn check_rec(rec: Rec, dtype: DType, tol: f64) -> std::result::Result<(), String
         close(&format!("output {i}"), &g.to_f64_vec().map_err(|e| e.to_string())?, w, tol)?;
     }
     Ok(())
-}
-
-fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig { cases, failure_persistence: None, ..Default::default() }
 }
 
 proptest! {

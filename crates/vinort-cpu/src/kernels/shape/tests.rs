@@ -4,36 +4,15 @@
 //! examples and bad-input cases.
 
 use proptest::prelude::*;
-use vinort_ir::{Attr, DType, Error, Node, Result, RunContext, Tensor, Value, ValueId, ValueType};
+use vinort_ir::{Attr, DType, Error, Result, RunContext, Tensor, Value, ValueType};
 
 use crate::kernel::{NodeInfo, Registry};
+use crate::test_support::{self as ts, ravel, run_op, unravel};
 
 // ---------------------------------------------------------------- harness
 
 fn run(op: &str, opset: i64, attrs: Vec<(&str, Attr)>, inputs: Vec<Option<Value>>, n_out: usize) -> Result<Vec<Value>> {
-    let mut r = Registry::default();
-    super::register(&mut r);
-    let node = Node {
-        name: "n".into(),
-        op_type: op.into(),
-        domain: String::new(),
-        opset,
-        inputs: inputs.iter().enumerate().map(|(i, v)| v.as_ref().map(|_| ValueId(i as u32))).collect(),
-        outputs: (0..n_out).map(|i| Some(ValueId(100 + i as u32))).collect(),
-        implicit_inputs: vec![],
-        attrs: attrs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
-        proto: None,
-    };
-    let f = r.find(&node).map_err(Error::unsupported)?;
-    let info = NodeInfo {
-        node: &node,
-        inputs: vec![ValueType::Unknown; inputs.len()],
-        consts: vec![None; inputs.len()],
-        outputs: vec![ValueType::Unknown; n_out],
-    };
-    let k = f(&info)?;
-    let refs: Vec<Option<&Value>> = inputs.iter().map(Option::as_ref).collect();
-    k.run(&refs, &RunContext::default())
+    run_op(op, opset, attrs, &inputs, n_out)
 }
 
 /// Runs an op with tensor inputs and returns its tensor outputs.
@@ -100,19 +79,6 @@ fn keys(t: &Tensor) -> Vec<Vec<u8>> {
 
 fn zero_key(dtype: DType) -> Vec<u8> {
     vec![0; dtype.size()]
-}
-
-fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
-    let mut idx = vec![0; shape.len()];
-    for a in (0..shape.len()).rev() {
-        idx[a] = flat % shape[a];
-        flat /= shape[a];
-    }
-    idx
-}
-
-fn ravel(idx: &[usize], shape: &[usize]) -> usize {
-    idx.iter().zip(shape).fold(0, |acc, (i, d)| acc * d + i)
 }
 
 fn numel(shape: &[usize]) -> usize {
@@ -239,17 +205,7 @@ fn shape_size_constant() {
     let c = Tensor::from_slice(&[2], &[1.5f32, 2.5]).unwrap();
     let mut r = Registry::default();
     super::register(&mut r);
-    let node = Node {
-        name: "c".into(),
-        op_type: "Constant".into(),
-        domain: String::new(),
-        opset: 13,
-        inputs: vec![],
-        outputs: vec![Some(ValueId(0))],
-        implicit_inputs: vec![],
-        attrs: vec![("value".into(), Attr::Tensor(c.clone()))],
-        proto: None,
-    };
+    let node = ts::op("Constant", 13).attrs([("value", Attr::Tensor(c.clone()))]).build();
     let info = NodeInfo { node: &node, inputs: vec![], consts: vec![], outputs: vec![ValueType::Unknown] };
     let k = r.find(&node).unwrap()(&info).unwrap();
     let a = k.run(&[], &RunContext::default()).unwrap()[0].as_tensor().unwrap().clone();

@@ -3,47 +3,21 @@
 //! enumeration of position tuples) on random inputs, and bad-input cases.
 
 use proptest::prelude::*;
-use vinort_ir::{Attr, DType, Error, Node, Result, RunContext, Tensor, Value, ValueId, ValueType};
+use vinort_ir::{Attr, DType, Error, Result, Tensor, Value};
 
 use super::re2::re2_to_rust;
 use super::strings::{check_locale, split_str};
-use crate::kernel::{NodeInfo, Registry};
+use crate::test_support::{run_op, strings as strs};
 
 // ---------------------------------------------------------------- harness
 
 fn run(op: &str, opset: i64, attrs: Vec<(&str, Attr)>, inputs: Vec<Tensor>, n_out: usize) -> Result<Vec<Tensor>> {
-    let mut r = Registry::default();
-    super::register(&mut r);
-    let node = Node {
-        name: "n".into(),
-        op_type: op.into(),
-        domain: String::new(),
-        opset,
-        inputs: (0..inputs.len()).map(|i| Some(ValueId(i as u32))).collect(),
-        outputs: (0..n_out).map(|i| Some(ValueId(100 + i as u32))).collect(),
-        implicit_inputs: vec![],
-        attrs: attrs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
-        proto: None,
-    };
-    let f = r.find(&node).map_err(Error::unsupported)?;
-    let info = NodeInfo {
-        node: &node,
-        inputs: vec![ValueType::Unknown; inputs.len()],
-        consts: vec![None; inputs.len()],
-        outputs: vec![ValueType::Unknown; n_out],
-    };
-    let k = f(&info)?;
-    let vals: Vec<Value> = inputs.into_iter().map(Value::Tensor).collect();
-    let refs: Vec<Option<&Value>> = vals.iter().map(Some).collect();
-    k.run(&refs, &RunContext::default())?.into_iter().map(Value::into_tensor).collect()
+    let inputs: Vec<Option<Value>> = inputs.into_iter().map(|t| Some(Value::Tensor(t))).collect();
+    run_op(op, opset, attrs, &inputs, n_out)?.into_iter().map(Value::into_tensor).collect()
 }
 
 fn run1(op: &str, opset: i64, attrs: Vec<(&str, Attr)>, inputs: Vec<Tensor>) -> Result<Tensor> {
     run(op, opset, attrs, inputs, 1)?.pop().ok_or_else(|| Error::invalid("no output"))
-}
-
-fn strs(shape: &[usize], v: &[&str]) -> Tensor {
-    Tensor::from_strings(shape, v.iter().map(|s| (*s).to_owned()).collect()).unwrap()
 }
 
 fn owned(t: &Tensor) -> Vec<String> {

@@ -70,22 +70,8 @@ fn case() -> impl Strategy<Value = Case> {
 
 /// Conv from its definition, or None when the kernel does not fit the padded input.
 fn conv_ref(cs: &Case, x: &[f64], w: &[f64], b: Option<&[f64]>) -> Option<(Vec<usize>, Vec<f64>)> {
+    let (out, begin, _) = spec_axes(cs.auto_pad, &cs.input, &cs.kernel, &cs.strides, &cs.dilations, &cs.pads, false)?;
     let r = cs.input.len();
-    let mut out = vec![];
-    let mut begin = vec![];
-    for i in 0..r {
-        let (o, pb, _) = spec_axis(
-            cs.auto_pad,
-            cs.input[i],
-            cs.kernel[i],
-            cs.strides[i],
-            cs.dilations[i],
-            (cs.pads[i], cs.pads[i + r]),
-            false,
-        )?;
-        out.push(o);
-        begin.push(pb as i64);
-    }
     let (cg, mg) = (cs.c / cs.group, cs.m / cs.group);
     let mut shape = vec![cs.n, cs.m];
     shape.extend(&out);

@@ -5,9 +5,11 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use vinort_ir::{Attr, DType, Node, Result, RunContext, Tensor, Value, ValueId, ValueType};
+use vinort_ir::{Attr, Node, Result, Tensor};
 
-use crate::kernel::{NodeInfo, Registry};
+use crate::kernel::Registry;
+use crate::test_support::{self as ts, Known};
+pub(super) use crate::test_support::{config, f32_tensor as t32, tensor};
 
 mod conv;
 mod matmul;
@@ -28,50 +30,12 @@ pub(super) fn string(name: &str, v: &str) -> (String, Attr) {
 }
 
 pub(super) fn node(op: &str, opset: i64, n_in: usize, n_out: usize, attrs: Vec<(String, Attr)>) -> Node {
-    Node {
-        name: format!("test_{op}"),
-        op_type: op.to_string(),
-        domain: String::new(),
-        opset,
-        inputs: (0..n_in).map(|i| Some(ValueId(i as u32))).collect(),
-        outputs: (0..n_out).map(|i| Some(ValueId(100 + i as u32))).collect(),
-        implicit_inputs: vec![],
-        attrs,
-        proto: None,
-    }
-}
-
-/// Proptest settings: `cases` runs, and no regression files written outside this folder
-/// (failing inputs are printed instead).
-pub(super) fn config(cases: u32) -> proptest::prelude::ProptestConfig {
-    proptest::prelude::ProptestConfig { cases, failure_persistence: None, ..Default::default() }
-}
-
-/// The ops these tests cover: MatMul/Gemm, Conv/ConvTranspose and the pools.
-fn register_tested(r: &mut Registry) {
-    super::matmul::register(r);
-    crate::kernels::conv::standard::register(r);
-    crate::kernels::pool::pooling::register(r);
+    ts::op(op, opset).inputs(n_in).outputs(n_out).attrs(attrs).build()
 }
 
 /// Compiles `node` with the inputs marked in `consts` known ahead, then runs it.
 pub(super) fn run_node(node: &Node, inputs: &[Option<Tensor>], consts: &[usize]) -> Result<Vec<Tensor>> {
-    let mut r = Registry::default();
-    register_tested(&mut r);
-    let factory = r.find(node).map_err(vinort_ir::Error::unsupported)?;
-    let info = NodeInfo {
-        node,
-        inputs: inputs
-            .iter()
-            .map(|t| t.as_ref().map_or(ValueType::Unknown, |t| ValueType::tensor(t.dtype(), t.shape())))
-            .collect(),
-        consts: inputs.iter().enumerate().map(|(i, t)| t.clone().filter(|_| consts.contains(&i))).collect(),
-        outputs: vec![ValueType::Unknown; node.outputs.len()],
-    };
-    let kernel = factory(&info)?;
-    let values: Vec<Option<Value>> = inputs.iter().map(|t| t.clone().map(Value::Tensor)).collect();
-    let refs: Vec<Option<&Value>> = values.iter().map(Option::as_ref).collect();
-    kernel.run(&refs, &RunContext::default())?.into_iter().map(Value::into_tensor).collect()
+    ts::run_with(node, inputs, Known::TypesAndConsts(consts))
 }
 
 /// Runs a node and returns its first output.
@@ -86,28 +50,6 @@ pub(super) fn rand_vec(rng: &mut StdRng, n: usize) -> Vec<f64> {
 
 pub(super) fn rng(seed: u64) -> StdRng {
     StdRng::seed_from_u64(seed)
-}
-
-/// A tensor of `dtype` holding `v` (rounded to the type).
-pub(super) fn tensor(dtype: DType, shape: &[usize], v: &[f64]) -> Tensor {
-    let t = match dtype {
-        DType::F32 => Tensor::from_vec(shape, v.iter().map(|x| *x as f32).collect()),
-        DType::F64 => Tensor::from_slice(shape, v),
-        DType::F16 => Tensor::from_vec(shape, v.iter().map(|x| half::f16::from_f64(*x)).collect()),
-        DType::BF16 => Tensor::from_vec(shape, v.iter().map(|x| half::bf16::from_f64(*x)).collect()),
-        DType::I8 => Tensor::from_vec(shape, v.iter().map(|x| *x as i8).collect()),
-        DType::U8 => Tensor::from_vec(shape, v.iter().map(|x| *x as u8).collect()),
-        DType::I32 => Tensor::from_vec(shape, v.iter().map(|x| *x as i32).collect()),
-        DType::I64 => Tensor::from_vec(shape, v.iter().map(|x| *x as i64).collect()),
-        DType::U32 => Tensor::from_vec(shape, v.iter().map(|x| *x as u32).collect()),
-        DType::U64 => Tensor::from_vec(shape, v.iter().map(|x| *x as u64).collect()),
-        d => panic!("test helper does not build {d}"),
-    };
-    t.unwrap()
-}
-
-pub(super) fn t32(shape: &[usize], v: &[f64]) -> Tensor {
-    tensor(DType::F32, shape, v)
 }
 
 /// Asserts `got` matches `want` within `rel` relative error (absolute below magnitude 1).
@@ -141,7 +83,7 @@ pub(super) fn indices(shape: &[usize]) -> Vec<Vec<usize>> {
 
 /// Row-major flat offset.
 pub(super) fn flat(shape: &[usize], idx: &[usize]) -> usize {
-    shape.iter().zip(idx).fold(0, |acc, (d, i)| acc * d + i)
+    ts::ravel(idx, shape)
 }
 
 /// Transposes a row-major tensor's data by a permutation of its axes; returns the new shape.
@@ -160,6 +102,29 @@ pub(super) fn permute(shape: &[usize], data: &[f64], perm: &[usize]) -> (Vec<usi
 
 pub(super) fn auto_pad_name(i: usize) -> &'static str {
     ["NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"][i % 4]
+}
+
+/// [`spec_axis`] over every spatial axis: output extents, begin pads and end pads. `pads` holds
+/// the begins, then the ends, as the attribute does.
+pub(super) fn spec_axes(
+    auto_pad: &str,
+    input: &[usize],
+    kernel: &[usize],
+    strides: &[usize],
+    dilations: &[usize],
+    pads: &[usize],
+    ceil: bool,
+) -> Option<(Vec<usize>, Vec<i64>, Vec<i64>)> {
+    let r = input.len();
+    let (mut out, mut begin, mut end) = (vec![], vec![], vec![]);
+    for i in 0..r {
+        let (o, b, e) =
+            spec_axis(auto_pad, input[i], kernel[i], strides[i], dilations[i], (pads[i], pads[i + r]), ceil)?;
+        out.push(o);
+        begin.push(b as i64);
+        end.push(e as i64);
+    }
+    Some((out, begin, end))
 }
 
 /// Output extent and (begin, end) pads of one axis from the spec's formulas (Conv and pools).
@@ -203,7 +168,9 @@ pub(super) fn spec_axis(
 #[test]
 fn every_op_is_registered() {
     let mut r = Registry::default();
-    register_tested(&mut r);
+    super::matmul::register(&mut r);
+    crate::kernels::conv::standard::register(&mut r);
+    crate::kernels::pool::pooling::register(&mut r);
     let mut ops: Vec<_> = r.ops().map(|(_, o)| o).collect();
     ops.sort();
     assert_eq!(

@@ -74,24 +74,8 @@ enum Op {
 /// A pool from the spec's definition; for Max also the flat argmax index (first maximum in
 /// window order, spatial part in row- or column-major order).
 fn pool_ref(cs: &Case, op: Op, x: &[f64]) -> Option<(Vec<usize>, Vec<f64>, Vec<i64>)> {
+    let (out, pb, pe) = spec_axes(cs.auto_pad, &cs.input, &cs.kernel, &cs.strides, &cs.dilations, &cs.pads, cs.ceil)?;
     let r = cs.input.len();
-    let mut out = vec![];
-    let mut pb = vec![];
-    let mut pe = vec![];
-    for i in 0..r {
-        let (o, b, e) = spec_axis(
-            cs.auto_pad,
-            cs.input[i],
-            cs.kernel[i],
-            cs.strides[i],
-            cs.dilations[i],
-            (cs.pads[i], cs.pads[i + r]),
-            cs.ceil,
-        )?;
-        out.push(o);
-        pb.push(b as i64);
-        pe.push(e as i64);
-    }
     let mut shape = vec![cs.n, cs.c];
     shape.extend(&out);
     let xs = cs.x_shape();
