@@ -46,15 +46,19 @@ type Versions = Vec<(RangeInclusive<i64>, Factory)>;
 #[derive(Default)]
 pub struct Registry {
     map: HashMap<(&'static str, &'static str), Versions>,
+    /// Ops registered with [`Registry::op`] that have no spec (a bug the registry test reports).
+    unspecified: Vec<(&'static str, &'static str)>,
 }
 
 impl Registry {
     /// Registers a factory for every opset the op exists in, as its spec in
     /// [`vinort_ir::ops`] says: the usual way, so an op's opsets are written down once. An op
-    /// with no spec gets an empty range (and the registry test fails).
+    /// with no spec is not registered (and the registry test fails).
     pub fn op(&mut self, domain: &'static str, op: &'static str, f: Factory) {
-        let opsets = vinort_ir::ops::find(domain, op).map_or(1..=0, vinort_ir::ops::OpSpec::opsets);
-        self.add(domain, op, opsets, f);
+        match vinort_ir::ops::find(domain, op) {
+            Some(spec) => self.add(domain, op, spec.opsets(), f),
+            None => self.unspecified.push((domain, op)),
+        }
     }
 
     /// Registers a factory for an op of a domain ("" is the default ONNX domain) over a range
@@ -168,7 +172,8 @@ mod tests {
     #[test]
     fn every_registration_matches_an_op_spec() {
         let registry = crate::kernels::registry();
-        let mut wrong = vec![];
+        let mut wrong: Vec<String> =
+            registry.unspecified.iter().map(|(d, o)| format!("{d}::{o} has no spec in vinort_ir::ops")).collect();
         for ((domain, op), versions) in &registry.map {
             let Some(spec) = vinort_ir::ops::find(domain, op) else {
                 wrong.push(format!("{domain}::{op} has no spec in vinort_ir::ops"));

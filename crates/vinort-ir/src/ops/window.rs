@@ -61,7 +61,7 @@ impl WindowAttrs {
     pub fn parse(node: &Node) -> Result<WindowAttrs> {
         let pads = match node.attr::<Vec<i64>>("pads")? {
             Some(p) if p.iter().any(|x| *x < 0) => {
-                return Err(node.error(format!("pads must be non-negative, got {p:?}")));
+                return Err(node.error(format!("attribute 'pads' must be non-negative, got {p:?}")));
             }
             p => p.map(|p| p.into_iter().map(|x| x as usize).collect()),
         };
@@ -107,7 +107,7 @@ fn positive(node: &Node, name: &str) -> Result<Option<Vec<usize>>> {
     match node.attr::<Vec<i64>>(name)? {
         None => Ok(None),
         Some(v) if v.iter().all(|x| *x > 0) => Ok(Some(v.into_iter().map(|x| x as usize).collect())),
-        Some(v) => Err(node.error(format!("{name} must be positive, got {v:?}"))),
+        Some(v) => Err(node.error(format!("attribute '{name}' must all be positive, got {v:?}"))),
     }
 }
 

@@ -142,7 +142,7 @@ impl DeformConv {
             )));
         }
         let win = self.window.resolve(&[kh, kw])?;
-        let geo = win.geometry(&[ih, iw], false)?;
+        let geo = win.geometry(&[ih, iw])?;
         let ([oh, ow], [dh, dw], [sh, sw]) = (to2(&geo.out), to2(&win.dilations), to2(&win.strides));
         let [pt, pl] = to2(&geo.pad_begin);
         let taps = kh * kw;

@@ -162,7 +162,7 @@ impl Kernel for Conv {
         }
         check_bias(b.as_deref(), m)?;
         let win = self.attrs.resolve(&kernel)?;
-        let geo = win.geometry(&xs[2..], false)?;
+        let geo = win.geometry(&xs[2..])?;
         let g = Geo3::forward((n, c, m, group), &xs[2..], &win, &geo);
         let mut shape = vec![n, m];
         shape.extend_from_slice(&geo.out);

@@ -39,8 +39,8 @@ enum Kind {
 struct Pool {
     kind: Kind,
     /// None for the global forms, whose window is the whole spatial extent.
+    /// Its `ceil_mode` decides the output size.
     window: Option<WindowAttrs>,
-    ceil_mode: bool,
     column_major: bool,
     /// MaxPool's optional second output is connected.
     want_indices: bool,
@@ -78,7 +78,6 @@ fn factory(info: &NodeInfo<'_>, kind: Kind, global: bool) -> Result<Box<dyn Kern
     Ok(Box::new(Pool {
         kind,
         window,
-        ceil_mode: node.attr_or("ceil_mode", false)?,
         column_major: node.attr_or("storage_order", 0i64)? == 1,
         want_indices: matches!(kind, Kind::Max) && !global && node.outputs.get(1).is_some_and(Option::is_some),
     }))
@@ -253,7 +252,7 @@ impl Kernel for Pool {
                     return Err(Error::unsupported("pools over more than 3 spatial axes"));
                 }
                 let win = w.resolve(&kernel)?;
-                let g = win.geometry(spatial, self.ceil_mode)?;
+                let g = win.geometry(spatial)?;
                 (kernel, win.strides, win.dilations, g.pad_begin, g.pad_end, g.out)
             }
         };

@@ -57,7 +57,7 @@ fn conv_i32(attrs: &ConvAttrs, x: &[i32], xs: &[usize], w: &[i32], ws: &[usize])
         return Err(Error::invalid(format!("kernel_shape {k:?} differs from the weights' {kernel:?}")));
     }
     let win = attrs.window.resolve(kernel)?;
-    let geo = win.geometry(&xs[2..], false)?;
+    let geo = win.geometry(&xs[2..])?;
     let g3 = Geo3::forward((n, c, m, g), &xs[2..], &win, &geo);
     let (pi, po, pk) = (prod3(&g3.i), prod3(&g3.o), prod3(&g3.k));
     let (mg, kdim) = (m / g, cg * pk);
