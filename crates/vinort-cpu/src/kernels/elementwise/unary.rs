@@ -23,52 +23,53 @@ use super::num::{erf_f32, erf_f64};
 use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in, with_numeric};
 use crate::numeric::{Float, Int, Numeric, bad_dtype, is_half, narrow, widen};
 
-/// The ops [`Unary`] runs; each is registered for the opsets its spec in `vinort_ir::ops` gives.
-const OPS: &[&str] = &[
-    "Neg",
-    "Abs",
-    "Sqrt",
-    "Exp",
-    "Log",
-    "Erf",
-    "Tanh",
-    "Sigmoid",
-    "Relu",
-    "LeakyRelu",
-    "HardSigmoid",
-    "HardSwish",
-    "Gelu",
-    "Reciprocal",
-    "Floor",
-    "Ceil",
-    "Round",
-    "Sign",
-    "Sin",
-    "Cos",
-    "Tan",
-    "Asin",
-    "Acos",
-    "Atan",
-    "Sinh",
-    "Cosh",
-    "Asinh",
-    "Acosh",
-    "Atanh",
-    "Elu",
-    "Selu",
-    "Celu",
-    "Softplus",
-    "Softsign",
-    "ThresholdedRelu",
-    "Shrink",
-    "Mish",
-    "BitwiseNot",
-    "Not",
+/// The ops [`Unary`] runs, `(domain, op)`; each is registered for the opsets its spec in
+/// `vinort_ir::ops` gives.
+const OPS: &[(&str, &str)] = &[
+    ("", "Neg"),
+    ("", "Abs"),
+    ("", "Sqrt"),
+    ("", "Exp"),
+    ("", "Log"),
+    ("", "Erf"),
+    ("", "Tanh"),
+    ("", "Sigmoid"),
+    ("", "Relu"),
+    ("", "LeakyRelu"),
+    ("", "HardSigmoid"),
+    ("", "HardSwish"),
+    ("", "Gelu"),
+    ("", "Reciprocal"),
+    ("", "Floor"),
+    ("", "Ceil"),
+    ("", "Round"),
+    ("", "Sign"),
+    ("", "Sin"),
+    ("", "Cos"),
+    ("", "Tan"),
+    ("", "Asin"),
+    ("", "Acos"),
+    ("", "Atan"),
+    ("", "Sinh"),
+    ("", "Cosh"),
+    ("", "Asinh"),
+    ("", "Acosh"),
+    ("", "Atanh"),
+    ("", "Elu"),
+    ("", "Selu"),
+    ("", "Celu"),
+    ("", "Softplus"),
+    ("", "Softsign"),
+    ("", "ThresholdedRelu"),
+    ("", "Shrink"),
+    ("", "Mish"),
+    ("", "BitwiseNot"),
+    ("", "Not"),
 ];
 
 pub(crate) fn register(r: &mut Registry) {
-    for op in OPS {
-        r.op("", op, unary_factory);
+    for (domain, op) in OPS {
+        r.op(domain, op, unary_factory);
     }
 }
 
