@@ -280,4 +280,5 @@ pub(super) const SPECS: &[OpSpec] = &[
     // com.microsoft (ONNX Runtime's contrib ops)
     ms("Attention", 1, None, HEAVY),
     ms("QLinearConv", 1, None, HEAVY),
+    ms("QuickGelu", 1, Some(rules::same_as_first), ELEMENTWISE),
 ];

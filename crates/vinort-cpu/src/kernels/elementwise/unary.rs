@@ -65,6 +65,7 @@ const OPS: &[(&str, &str)] = &[
     ("", "Mish"),
     ("", "BitwiseNot"),
     ("", "Not"),
+    ("com.microsoft", "QuickGelu"),
 ];
 
 pub(crate) fn register(r: &mut Registry) {
@@ -112,6 +113,7 @@ pub(crate) enum Unary {
     ThresholdedRelu { alpha: f32 },
     Shrink { bias: f32, lambd: f32 },
     Mish,
+    QuickGelu { alpha: f32 },
     BitwiseNot,
     Not,
 }
@@ -176,6 +178,7 @@ impl Unary {
             "ThresholdedRelu" => ThresholdedRelu { alpha: f("alpha", 1.0)? },
             "Shrink" => Shrink { bias: f("bias", 0.0)?, lambd: f("lambd", 0.5)? },
             "Mish" => Mish,
+            "QuickGelu" => QuickGelu { alpha: f("alpha", 1.702)? },
             "BitwiseNot" => BitwiseNot,
             "Not" => Not,
             other => return Err(Error::unsupported(format!("{other} is not a unary elementwise op"))),
@@ -276,6 +279,10 @@ macro_rules! float_ops {
                     })
                 }
                 Mish => map::<$t>(x, |v| v * softplus(v).tanh()),
+                QuickGelu { alpha } => {
+                    let a = alpha as $t;
+                    map::<$t>(x, move |v| v / (1.0 + (-a * v).exp()))
+                }
                 BitwiseNot | Not => Err(bad_dtype(&format!("{op:?}"), <$t as Elem>::DTYPE)),
             }
         }
@@ -439,4 +446,28 @@ pub(crate) fn clip_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         return Err(Error::unsupported(format!("Clip on {dt} tensors")));
     }
     Ok(Box::new(Clip { attrs }))
+}
+
+#[cfg(test)]
+mod tests {
+    use vinort_ir::attr::Attr;
+
+    use crate::test_support as ts;
+
+    /// com.microsoft QuickGelu: `x * sigmoid(alpha * x)`, alpha 1.702 by default.
+    #[test]
+    fn quick_gelu_follows_the_contrib_spec() {
+        let xs = [-4.0, -1.5, -0.25, 0.0, 0.5, 3.0];
+        for alpha in [None, Some(1.0f32)] {
+            let mut node = ts::op("QuickGelu", 1).domain("com.microsoft");
+            if let Some(a) = alpha {
+                node = node.attrs([("alpha", Attr::Float(a))]);
+            }
+            let got = ts::run1(&node.build(), &[ts::f32_tensor(&[6], &xs)]).unwrap();
+            let got: Vec<f64> = got.as_slice::<f32>().unwrap().iter().map(|v| f64::from(*v)).collect();
+            let a = f64::from(alpha.unwrap_or(1.702));
+            let want: Vec<f64> = xs.iter().map(|x| x / (1.0 + (-a * x).exp())).collect();
+            ts::assert_close(&got, &want, 1e-6, 1e-7, "QuickGelu");
+        }
+    }
 }
