@@ -3,10 +3,10 @@
 
 use vinort_ir::{DType, Error, Result, Tensor, Value};
 
-use crate::kernel::{FnKernel, Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in};
+use crate::kernel::{FnKernel, Kernel, NodeInfo, Registry, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "BitCast", 26..=MAX_OPSET, bitcast_factory);
+    r.op("", "BitCast", bitcast_factory);
 }
 
 /// True when a type is stored one element per `size()` bytes with no unused bits.

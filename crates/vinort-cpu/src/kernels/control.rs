@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use vinort_ir::{Error, Graph, Result, RunContext, Value};
 
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
 use crate::provider::SubgraphPlan;
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "If", 1..=MAX_OPSET, if_factory);
+    r.op("", "If", if_factory);
 }
 
 struct If {

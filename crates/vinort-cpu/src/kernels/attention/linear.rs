@@ -15,11 +15,11 @@
 use vinort_ir::{Error, Result, RunContext, Value};
 
 use super::{Rnd, store};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "LinearAttention", 27..=MAX_OPSET, linear_factory);
-    r.add("", "CausalConvWithState", 27..=MAX_OPSET, conv_factory);
+    r.op("", "LinearAttention", linear_factory);
+    r.op("", "CausalConvWithState", conv_factory);
 }
 
 struct Linear {

@@ -10,10 +10,10 @@
 use vinort_ir::{Error, Result, RunContext, Value};
 
 use super::{Rnd, store};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "RotaryEmbedding", 23..=MAX_OPSET, factory);
+    r.op("", "RotaryEmbedding", factory);
 }
 
 struct Rotary {

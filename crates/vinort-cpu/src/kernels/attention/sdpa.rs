@@ -21,10 +21,10 @@ use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
 use super::heads::{Dims, Job, Mask, concat, head_major};
 use super::{Rnd, store};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "Attention", 23..=MAX_OPSET, factory);
+    r.op("", "Attention", factory);
 }
 
 struct Attention {

@@ -7,11 +7,11 @@
 use vinort_ir::{Error, Result, RunContext, Value};
 
 use super::{Rnd, store};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "Swish", 24..=MAX_OPSET, factory);
-    r.add("", "SwiGLU", 28..=MAX_OPSET, factory);
+    r.op("", "Swish", factory);
+    r.op("", "SwiGLU", factory);
 }
 
 struct Swish {

@@ -14,12 +14,12 @@
 use rayon::prelude::*;
 use vinort_ir::{DType, Error, Node, Result, RunContext, Tensor, Value};
 
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
 use crate::kernels::rnn::math::{Float, Mat, matmul};
 use crate::kernels::window::WindowAttrs;
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "DeformConv", 19..=MAX_OPSET, factory);
+    r.op("", "DeformConv", factory);
 }
 
 /// A compiled DeformConv node.

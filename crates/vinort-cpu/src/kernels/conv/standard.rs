@@ -15,15 +15,15 @@ use rayon::prelude::*;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::im2col::{Geo3, im2col, prod3};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
 use crate::kernels::linalg::common::{Real, View, check_dtype, from_compute, matmul_into, to_compute, widen_const};
 use crate::kernels::window::{AutoPad, Window, WindowAttrs, to3, valid_range};
 
 const TYPES: [DType; 4] = [DType::F32, DType::F64, DType::F16, DType::BF16];
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "Conv", 1..=MAX_OPSET, conv_factory);
-    r.add("", "ConvTranspose", 1..=MAX_OPSET, conv_transpose_factory);
+    r.op("", "Conv", conv_factory);
+    r.op("", "ConvTranspose", conv_transpose_factory);
 }
 
 /// The node's element type, then X, W and the optional bias in the compute type.

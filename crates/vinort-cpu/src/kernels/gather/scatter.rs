@@ -4,11 +4,11 @@
 
 use vinort_ir::{Error, Result, Tensor, Value};
 
-use crate::kernel::{FnKernel, Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in};
+use crate::kernel::{FnKernel, Kernel, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in};
 use crate::kernels::support::split;
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "TensorScatter", 24..=MAX_OPSET, tensorscatter_factory);
+    r.op("", "TensorScatter", tensorscatter_factory);
 }
 
 fn tensorscatter_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {

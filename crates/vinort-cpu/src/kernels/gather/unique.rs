@@ -6,11 +6,11 @@ use std::cmp::Ordering;
 
 use vinort_ir::{DType, Elem, Error, Result, Tensor, Value};
 
-use crate::kernel::{FnKernel, Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in};
+use crate::kernel::{FnKernel, Kernel, NodeInfo, Registry, norm_axis, tensor_in};
 use crate::kernels::support::split;
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "Unique", 11..=MAX_OPSET, unique_factory);
+    r.op("", "Unique", unique_factory);
 }
 
 fn unique_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {

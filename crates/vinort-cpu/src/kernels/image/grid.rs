@@ -12,11 +12,11 @@ use vinort_ir::{Error, Result, RunContext, Value};
 
 use super::{PAR_MIN, extent, need_float, store_acc};
 
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "GridSample", 16..=MAX_OPSET, grid_sample_factory);
-    r.add("", "AffineGrid", 20..=MAX_OPSET, affine_grid_factory);
+    r.op("", "GridSample", grid_sample_factory);
+    r.op("", "AffineGrid", affine_grid_factory);
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

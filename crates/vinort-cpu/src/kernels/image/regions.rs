@@ -13,9 +13,9 @@ use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, opt_tensor
 
 pub(crate) fn register(r: &mut Registry) {
     r.add("", "Col2Im", 18..=MAX_OPSET, col2im_factory);
-    r.add("", "CenterCropPad", 18..=MAX_OPSET, center_crop_pad_factory);
-    r.add("", "RoiAlign", 10..=MAX_OPSET, roi_align_factory);
-    r.add("", "NonMaxSuppression", 10..=MAX_OPSET, nms_factory);
+    r.op("", "CenterCropPad", center_crop_pad_factory);
+    r.op("", "RoiAlign", roi_align_factory);
+    r.op("", "NonMaxSuppression", nms_factory);
 }
 
 struct Col2Im {

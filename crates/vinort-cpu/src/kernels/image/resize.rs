@@ -15,10 +15,10 @@ use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::resample::Taps;
 use super::{Acc, extent};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "Resize", 10..=MAX_OPSET, resize_factory);
+    r.op("", "Resize", resize_factory);
     r.add("", "Upsample", 7..=10, upsample_factory);
 }
 

@@ -3,11 +3,11 @@
 
 use vinort_ir::{Error, Result, Value};
 
-use crate::kernel::{FnKernel, MAX_OPSET, Registry, tensor_in};
+use crate::kernel::{FnKernel, Registry, tensor_in};
 use crate::kernels::support::{load_f64, store_f64};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "Det", 11..=MAX_OPSET, |_| Ok(Box::new(FnKernel(det_kernel))));
+    r.op("", "Det", |_| Ok(Box::new(FnKernel(det_kernel))));
 }
 
 fn det_kernel(inputs: &[Option<&Value>]) -> Result<Vec<Value>> {

@@ -3,11 +3,11 @@
 
 use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry};
+use crate::kernel::{Kernel, NodeInfo, Registry};
 use crate::kernels::reduce::elem::{Acc, RElem};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "Einsum", 12..=MAX_OPSET, factory);
+    r.op("", "Einsum", factory);
 }
 
 /// Label ids: letters take 0..52, the ellipsis dimensions take 52 onwards.

@@ -9,15 +9,15 @@ use rayon::prelude::*;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::common::{Real, View, check_dtype, from_compute, is_real, matmul_into, to_compute, widen_const};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
 use crate::numeric::Numeric;
 
 const TYPES: [DType; 8] =
     [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U32, DType::U64];
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "MatMul", 1..=MAX_OPSET, matmul_factory);
-    r.add("", "Gemm", 1..=MAX_OPSET, gemm_factory);
+    r.op("", "MatMul", matmul_factory);
+    r.op("", "Gemm", gemm_factory);
 }
 
 /// How numpy-style MatMul lays out one call: per output batch, where A's and B's matrices start.

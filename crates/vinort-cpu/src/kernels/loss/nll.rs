@@ -3,12 +3,12 @@
 
 use vinort_ir::{Error, Node, Result, RunContext, Value};
 
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
 use crate::kernels::support::{load_f64, store_f64};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "NegativeLogLikelihoodLoss", 12..=MAX_OPSET, nll_factory);
-    r.add("", "SoftmaxCrossEntropyLoss", 12..=MAX_OPSET, sce_factory);
+    r.op("", "NegativeLogLikelihoodLoss", nll_factory);
+    r.op("", "SoftmaxCrossEntropyLoss", sce_factory);
 }
 
 /// How per-element losses are combined.

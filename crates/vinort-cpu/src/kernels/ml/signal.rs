@@ -18,13 +18,13 @@ use std::f64::consts::{LN_10, PI};
 use vinort_ir::{DType, Error, Result, RunContext, Value};
 
 use super::{numeric_dtype, scalar_f64, scalar_i64, store_f64};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "BlackmanWindow", 17..=MAX_OPSET, |i| window_factory(i, Window::Blackman));
-    r.add("", "HammingWindow", 17..=MAX_OPSET, |i| window_factory(i, Window::Hamming));
-    r.add("", "HannWindow", 17..=MAX_OPSET, |i| window_factory(i, Window::Hann));
-    r.add("", "MelWeightMatrix", 17..=MAX_OPSET, mel_factory);
+    r.op("", "BlackmanWindow", |i| window_factory(i, Window::Blackman));
+    r.op("", "HammingWindow", |i| window_factory(i, Window::Hamming));
+    r.op("", "HannWindow", |i| window_factory(i, Window::Hann));
+    r.op("", "MelWeightMatrix", mel_factory);
 }
 
 /// A window function.

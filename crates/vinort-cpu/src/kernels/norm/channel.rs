@@ -14,8 +14,8 @@ use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in, with_numer
 
 pub(crate) fn register(r: &mut Registry) {
     r.add("", "BatchNormalization", 6..=MAX_OPSET, batch_factory);
-    r.add("", "InstanceNormalization", 1..=MAX_OPSET, instance_factory);
-    r.add("", "GroupNormalization", 18..=MAX_OPSET, group_factory);
+    r.op("", "InstanceNormalization", instance_factory);
+    r.op("", "GroupNormalization", group_factory);
 }
 
 /// `(N, C, spatial)` of an `N x C x D1 x ...` input.

@@ -7,11 +7,11 @@ use vinort_ir::tensor::numel;
 use vinort_ir::{DType, Result, RunContext, Tensor, Value};
 
 use super::{Float, GemmElem, Real, broadcast_to, for_rows, load_real, not_float, require_float};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in, with_numeric};
+use crate::kernel::{Kernel, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in, with_numeric};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "LayerNormalization", 17..=MAX_OPSET, layer_factory);
-    r.add("", "RMSNormalization", 23..=MAX_OPSET, layer_factory);
+    r.op("", "LayerNormalization", layer_factory);
+    r.op("", "RMSNormalization", layer_factory);
 }
 
 /// A float tensor of `dtype` (f32 or bf16 for statistics outputs, or any float) from `R`s.

@@ -11,12 +11,12 @@ use vinort_ir::tensor::numel;
 use vinort_ir::{Result, RunContext, Tensor, Value};
 
 use super::{Float, GemmElem, Real, for_rows, not_float, require_float};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in, with_numeric};
+use crate::kernel::{Kernel, NodeInfo, Registry, norm_axis, tensor_in, with_numeric};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "Softmax", 1..=MAX_OPSET, factory);
-    r.add("", "LogSoftmax", 1..=MAX_OPSET, factory);
-    r.add("", "Hardmax", 1..=MAX_OPSET, factory);
+    r.op("", "Softmax", factory);
+    r.op("", "LogSoftmax", factory);
+    r.op("", "Hardmax", factory);
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,13 +9,13 @@ use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
 use super::channel::ncs;
 use super::{Float, GemmElem, Real, broadcast_to, for_rows, not_float, require_float};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in, with_numeric};
+use crate::kernel::{Kernel, NodeInfo, Registry, norm_axis, tensor_in, with_numeric};
 use crate::kernels::reduce::fold::{SumOf, reduce_fold};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "MeanVarianceNormalization", 9..=MAX_OPSET, mvn_factory);
-    r.add("", "LpNormalization", 1..=MAX_OPSET, lp_factory);
-    r.add("", "LRN", 1..=MAX_OPSET, lrn_factory);
+    r.op("", "MeanVarianceNormalization", mvn_factory);
+    r.op("", "LpNormalization", lp_factory);
+    r.op("", "LRN", lrn_factory);
 }
 
 struct Mvn {

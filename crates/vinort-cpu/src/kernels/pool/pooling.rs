@@ -13,7 +13,7 @@
 use rayon::prelude::*;
 use vinort_ir::{Attr, DType, Elem, Error, Result, RunContext, Tensor, Value};
 
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
 use crate::kernels::linalg::common::{Real, check_dtype, from_compute, to_compute};
 use crate::kernels::window::{WindowAttrs, to3};
 
@@ -21,12 +21,12 @@ const FLOATS: [DType; 4] = [DType::F32, DType::F64, DType::F16, DType::BF16];
 const MAX_TYPES: [DType; 6] = [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I8, DType::U8];
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "MaxPool", 1..=MAX_OPSET, |i| factory(i, Kind::Max, false));
-    r.add("", "AveragePool", 1..=MAX_OPSET, |i| factory(i, Kind::Avg { include_pad: false }, false));
-    r.add("", "LpPool", 1..=MAX_OPSET, |i| factory(i, Kind::Lp(2.0), false));
-    r.add("", "GlobalMaxPool", 1..=MAX_OPSET, |i| factory(i, Kind::Max, true));
-    r.add("", "GlobalAveragePool", 1..=MAX_OPSET, |i| factory(i, Kind::Avg { include_pad: false }, true));
-    r.add("", "GlobalLpPool", 1..=MAX_OPSET, |i| factory(i, Kind::Lp(2.0), true));
+    r.op("", "MaxPool", |i| factory(i, Kind::Max, false));
+    r.op("", "AveragePool", |i| factory(i, Kind::Avg { include_pad: false }, false));
+    r.op("", "LpPool", |i| factory(i, Kind::Lp(2.0), false));
+    r.op("", "GlobalMaxPool", |i| factory(i, Kind::Max, true));
+    r.op("", "GlobalAveragePool", |i| factory(i, Kind::Avg { include_pad: false }, true));
+    r.op("", "GlobalLpPool", |i| factory(i, Kind::Lp(2.0), true));
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -3,10 +3,10 @@
 
 use vinort_ir::{Error, Result, Tensor, Value};
 
-use crate::kernel::{FnKernel, Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{FnKernel, Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "MaxUnpool", 9..=MAX_OPSET, maxunpool_factory);
+    r.op("", "MaxUnpool", maxunpool_factory);
 }
 
 fn maxunpool_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {

@@ -4,10 +4,10 @@
 
 use vinort_ir::{DType, Error, Result, Tensor, Value};
 
-use crate::kernel::{FnKernel, Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in};
+use crate::kernel::{FnKernel, Kernel, NodeInfo, Registry, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "DynamicQuantizeLinear", 11..=MAX_OPSET, factory);
+    r.op("", "DynamicQuantizeLinear", factory);
 }
 
 fn factory(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {

@@ -12,13 +12,13 @@ use rayon::prelude::*;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::{PAR_MIN, int_range, load_f32, load_i32, store_int};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
 use crate::kernels::conv::im2col::{Geo3, im2col, prod3};
 use crate::kernels::window::WindowAttrs;
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "ConvInteger", 10..=MAX_OPSET, conv_integer_factory);
-    r.add("", "QLinearConv", 10..=MAX_OPSET, qlinear_conv_factory);
+    r.op("", "ConvInteger", conv_integer_factory);
+    r.op("", "QLinearConv", qlinear_conv_factory);
 }
 
 struct ConvAttrs {

@@ -12,12 +12,12 @@ use vinort_ir::{DType, Error, Node, Result, RunContext, Tensor, Value};
 
 use super::minifloat::{self, Format};
 use super::{int_range, load_f32, load_i32, round_to, store_float, store_int};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in};
 use crate::par;
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "QuantizeLinear", 10..=MAX_OPSET, quantize_factory);
-    r.add("", "DequantizeLinear", 10..=MAX_OPSET, dequantize_factory);
+    r.op("", "QuantizeLinear", quantize_factory);
+    r.op("", "DequantizeLinear", dequantize_factory);
 }
 
 /// How scale (and zero-point) elements map onto the input, as rows of `inner` elements: row

@@ -14,13 +14,13 @@ use vinort_ir::{DType, Error, Result, Tensor, Value};
 
 use super::minifloat;
 use super::{expand, int_range, load_f32, load_i32, round_to, store_int};
-use crate::kernel::{FnKernel, Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{FnKernel, Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
 use crate::numeric::Numeric;
 use crate::par;
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "QLinearMatMul", 10..=MAX_OPSET, qlinear_factory);
-    r.add("", "MatMulInteger", 10..=MAX_OPSET, integer_factory);
+    r.op("", "QLinearMatMul", qlinear_factory);
+    r.op("", "MatMulInteger", integer_factory);
 }
 
 /// numpy.matmul of `a` (shape `ash`) and `b` (shape `bsh`): the output shape and elements.

@@ -6,12 +6,12 @@ use vinort_ir::tensor::numel;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::elem::RElem;
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, norm_axis, tensor_in};
 use crate::kernels::norm::for_rows;
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "ArgMax", 1..=MAX_OPSET, arg_factory);
-    r.add("", "ArgMin", 1..=MAX_OPSET, arg_factory);
+    r.op("", "ArgMax", arg_factory);
+    r.op("", "ArgMin", arg_factory);
 }
 
 struct Arg {

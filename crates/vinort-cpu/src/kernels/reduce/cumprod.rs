@@ -5,11 +5,11 @@
 use vinort_ir::{Error, Result, Tensor, Value};
 
 use super::elem::{Acc, RElem};
-use crate::kernel::{FnKernel, Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in};
+use crate::kernel::{FnKernel, Kernel, NodeInfo, Registry, norm_axis, tensor_in};
 use crate::kernels::support::split;
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "CumProd", 26..=MAX_OPSET, cumprod_factory);
+    r.op("", "CumProd", cumprod_factory);
 }
 
 fn cumprod_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {

@@ -17,10 +17,10 @@ use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in}
 use crate::provider::SubgraphPlan;
 
 pub(super) fn register(r: &mut Registry) {
-    r.add("", "Loop", 1..=MAX_OPSET, loop_factory);
+    r.op("", "Loop", loop_factory);
     r.add("", "Scan", 8..=8, scan8_factory);
     r.add("", "Scan", 9..=MAX_OPSET, scan_factory);
-    r.add("", "SequenceMap", 17..=MAX_OPSET, sequence_map_factory);
+    r.op("", "SequenceMap", sequence_map_factory);
 }
 
 /// A compiled body with the positions of its outer values among the node's implicit inputs.

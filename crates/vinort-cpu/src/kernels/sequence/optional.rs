@@ -10,12 +10,12 @@
 use vinort_ir::{Error, Result, Tensor, Value, ValueType};
 
 use super::kernel;
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry};
+use crate::kernel::{Kernel, NodeInfo, Registry};
 
 pub(super) fn register(r: &mut Registry) {
-    r.add("", "Optional", 15..=MAX_OPSET, optional);
-    r.add("", "OptionalHasElement", 15..=MAX_OPSET, optional_has_element);
-    r.add("", "OptionalGetElement", 15..=MAX_OPSET, optional_get_element);
+    r.op("", "Optional", optional);
+    r.op("", "OptionalHasElement", optional_has_element);
+    r.op("", "OptionalGetElement", optional_get_element);
 }
 
 fn optional(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {

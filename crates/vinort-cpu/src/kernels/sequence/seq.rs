@@ -15,17 +15,17 @@ use vinort_ir::{DType, Error, Result, Sequence, Tensor, Value};
 
 use super::data;
 use super::kernel;
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in};
 
 pub(super) fn register(r: &mut Registry) {
-    r.add("", "SequenceEmpty", 11..=MAX_OPSET, sequence_empty);
-    r.add("", "SequenceConstruct", 11..=MAX_OPSET, sequence_construct);
-    r.add("", "SequenceInsert", 11..=MAX_OPSET, sequence_insert);
-    r.add("", "SequenceErase", 11..=MAX_OPSET, sequence_erase);
-    r.add("", "SequenceAt", 11..=MAX_OPSET, sequence_at);
-    r.add("", "SequenceLength", 11..=MAX_OPSET, sequence_length);
-    r.add("", "ConcatFromSequence", 11..=MAX_OPSET, concat_from_sequence);
-    r.add("", "SplitToSequence", 11..=MAX_OPSET, split_to_sequence);
+    r.op("", "SequenceEmpty", sequence_empty);
+    r.op("", "SequenceConstruct", sequence_construct);
+    r.op("", "SequenceInsert", sequence_insert);
+    r.op("", "SequenceErase", sequence_erase);
+    r.op("", "SequenceAt", sequence_at);
+    r.op("", "SequenceLength", sequence_length);
+    r.op("", "ConcatFromSequence", concat_from_sequence);
+    r.op("", "SplitToSequence", split_to_sequence);
 }
 
 /// Input `i` as a sequence; an error when missing or of another kind.

@@ -16,18 +16,18 @@ use vinort_ir::{DType, Error, Result, Tensor};
 
 use super::copy::{Step, Strided, checked_numel, dense_strides, run_plan};
 use super::{kernel, norm_index};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in, with_numeric};
+use crate::kernel::{Kernel, NodeInfo, Registry, norm_axis, tensor_in, with_numeric};
 use crate::numeric::{Numeric, unsupported_dtype};
 
 pub(super) fn register(r: &mut Registry) {
-    r.add("", "Gather", 1..=MAX_OPSET, gather);
-    r.add("", "GatherElements", 11..=MAX_OPSET, gather_elements);
-    r.add("", "GatherND", 11..=MAX_OPSET, gather_nd);
+    r.op("", "Gather", gather);
+    r.op("", "GatherElements", gather_elements);
+    r.op("", "GatherND", gather_nd);
     r.add("", "Scatter", 9..=10, scatter_elements);
-    r.add("", "ScatterElements", 11..=MAX_OPSET, scatter_elements);
-    r.add("", "ScatterND", 11..=MAX_OPSET, scatter_nd);
-    r.add("", "Compress", 9..=MAX_OPSET, compress);
-    r.add("", "ReverseSequence", 10..=MAX_OPSET, reverse_sequence);
+    r.op("", "ScatterElements", scatter_elements);
+    r.op("", "ScatterND", scatter_nd);
+    r.op("", "Compress", compress);
+    r.op("", "ReverseSequence", reverse_sequence);
 }
 
 pub(super) fn gather_tensor(x: &Tensor, idx: &Tensor, axis: i64) -> Result<Tensor> {

@@ -10,13 +10,13 @@ use vinort_ir::{DType, Error, Result, Tensor};
 
 use super::copy::{Step, Strided, checked_numel, run_plan};
 use super::{ints_lossy, kernel, scalar_int, scalar_of};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
 
 pub(super) fn register(r: &mut Registry) {
-    r.add("", "EyeLike", 9..=MAX_OPSET, eye_like);
-    r.add("", "Trilu", 14..=MAX_OPSET, trilu);
-    r.add("", "OneHot", 9..=MAX_OPSET, one_hot);
-    r.add("", "NonZero", 9..=MAX_OPSET, non_zero);
+    r.op("", "EyeLike", eye_like);
+    r.op("", "Trilu", trilu);
+    r.op("", "OneHot", one_hot);
+    r.op("", "NonZero", non_zero);
 }
 
 pub(super) fn eye_like_tensor(shape: &[usize], dtype: DType, k: i64) -> Result<Tensor> {

@@ -10,13 +10,13 @@ use vinort_ir::{DType, Error, Result, Tensor};
 
 use super::copy::checked_numel;
 use super::{kernel, scalar_int};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in, with_numeric};
+use crate::kernel::{Kernel, NodeInfo, Registry, norm_axis, tensor_in, with_numeric};
 use crate::numeric::{Float, Int, Numeric, Zero, unsupported_dtype};
 
 pub(super) fn register(r: &mut Registry) {
-    r.add("", "Range", 11..=MAX_OPSET, range);
-    r.add("", "CumSum", 11..=MAX_OPSET, cum_sum);
-    r.add("", "TopK", 1..=MAX_OPSET, top_k);
+    r.op("", "Range", range);
+    r.op("", "CumSum", cum_sum);
+    r.op("", "TopK", top_k);
 }
 
 fn one<T: Numeric>(t: &Tensor, what: &str) -> Result<T> {

@@ -24,16 +24,16 @@ use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor
 pub(super) fn register(r: &mut Registry) {
     r.add("", "Reshape", 1..=4, reshape_v1);
     r.add("", "Reshape", 5..=MAX_OPSET, reshape);
-    r.add("", "Flatten", 1..=MAX_OPSET, flatten);
-    r.add("", "Squeeze", 1..=MAX_OPSET, squeeze);
-    r.add("", "Unsqueeze", 1..=MAX_OPSET, unsqueeze);
-    r.add("", "Identity", 1..=MAX_OPSET, identity);
-    r.add("", "Shape", 1..=MAX_OPSET, shape);
-    r.add("", "Size", 1..=MAX_OPSET, size);
-    r.add("", "Constant", 1..=MAX_OPSET, constant);
-    r.add("", "ConstantOfShape", 9..=MAX_OPSET, constant_of_shape);
-    r.add("", "Dropout", 1..=MAX_OPSET, dropout);
-    r.add("", "Expand", 8..=MAX_OPSET, expand);
+    r.op("", "Flatten", flatten);
+    r.op("", "Squeeze", squeeze);
+    r.op("", "Unsqueeze", unsqueeze);
+    r.op("", "Identity", identity);
+    r.op("", "Shape", shape);
+    r.op("", "Size", size);
+    r.op("", "Constant", constant);
+    r.op("", "ConstantOfShape", constant_of_shape);
+    r.op("", "Dropout", dropout);
+    r.op("", "Expand", expand);
     r.add("", "Tile", 6..=MAX_OPSET, tile);
 }
 

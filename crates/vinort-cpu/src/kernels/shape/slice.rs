@@ -16,9 +16,9 @@ use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, opt_tensor
 pub(super) fn register(r: &mut Registry) {
     r.add("", "Slice", 1..=9, slice_v1);
     r.add("", "Slice", 10..=MAX_OPSET, slice);
-    r.add("", "Concat", 1..=MAX_OPSET, concat);
-    r.add("", "Split", 1..=MAX_OPSET, split);
-    r.add("", "Pad", 1..=MAX_OPSET, pad);
+    r.op("", "Concat", concat);
+    r.op("", "Split", split);
+    r.op("", "Pad", pad);
 }
 
 /// The effective `(start, len)` of one sliced axis of extent `dim`, clamped as the spec says:

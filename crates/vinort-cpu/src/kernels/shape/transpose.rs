@@ -11,12 +11,12 @@ use vinort_ir::{Error, Result, Tensor};
 
 use super::copy::{Step, Strided, dense_strides, run_plan};
 use super::kernel;
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
 
 pub(super) fn register(r: &mut Registry) {
-    r.add("", "Transpose", 1..=MAX_OPSET, transpose);
-    r.add("", "DepthToSpace", 1..=MAX_OPSET, depth_to_space);
-    r.add("", "SpaceToDepth", 1..=MAX_OPSET, space_to_depth);
+    r.op("", "Transpose", transpose);
+    r.op("", "DepthToSpace", depth_to_space);
+    r.op("", "SpaceToDepth", space_to_depth);
 }
 
 /// `x` seen with `view` (same element count) and permuted by `perm`, stored as `out_shape`.

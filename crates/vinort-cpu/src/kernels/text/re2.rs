@@ -18,10 +18,10 @@
 
 use vinort_ir::{Result, RunContext, Tensor, Value};
 
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "RegexFullMatch", 20..=MAX_OPSET, factory);
+    r.op("", "RegexFullMatch", factory);
 }
 
 struct RegexFullMatch {

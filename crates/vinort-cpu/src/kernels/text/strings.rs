@@ -7,12 +7,12 @@ use std::collections::HashSet;
 use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
 use super::{broadcast_offsets, broadcast_shape};
-use crate::kernel::{FnKernel, Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in};
+use crate::kernel::{FnKernel, Kernel, NodeInfo, Registry, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "StringConcat", 20..=MAX_OPSET, concat_factory);
-    r.add("", "StringSplit", 20..=MAX_OPSET, split_factory);
-    r.add("", "StringNormalizer", 10..=MAX_OPSET, normalizer_factory);
+    r.op("", "StringConcat", concat_factory);
+    r.op("", "StringSplit", split_factory);
+    r.op("", "StringNormalizer", normalizer_factory);
 }
 
 // ---------------------------------------------------------------- StringConcat

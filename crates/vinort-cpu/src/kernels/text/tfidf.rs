@@ -17,10 +17,10 @@ use std::collections::HashMap;
 
 use vinort_ir::{DType, Error, Node, Result, RunContext, Tensor, Value};
 
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "TfIdfVectorizer", 9..=MAX_OPSET, factory);
+    r.op("", "TfIdfVectorizer", factory);
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
