@@ -3,11 +3,31 @@
 //! Inference never fails a load: a rule that cannot decide returns `Unknown`, and the declared
 //! type (if any) is kept. Where a rule decides, its answer wins over the declaration, because
 //! real models declare wrong output shapes.
+//!
+//! Every op of [`crate::ops`] has a rule, and in ONNX every element type is known before run
+//! time, so after loading every value of a model built from those ops has its element type
+//! (`tests/infer_types.rs` checks this on ONNX's node-test models). Subgraphs are inferred
+//! before the node that owns them, with the enclosing scope's types for their outer
+//! references and the node's input types for body inputs the file leaves untyped, so
+//! If/Loop/Scan/SequenceMap rules read their bodies' output types.
+//!
+//! Rules live by family: [`rules`] (tensor ops and the shared helpers), `quant`, `recurrent`,
+//! `control` (subgraph ops, sequences, optionals), `generate` (random, windows, spectral),
+//! `nn` (attention, losses, detection), `text` and `ml` (`ai.onnx.ml` and training ops).
 
+pub(crate) mod control;
+pub(crate) mod generate;
+pub(crate) mod ml;
+pub(crate) mod nn;
+pub(crate) mod quant;
+pub(crate) mod recurrent;
 pub(crate) mod rules;
+pub(crate) mod text;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
+use crate::attr::Attr;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::graph::{Graph, Node, ValueId};
@@ -60,11 +80,39 @@ pub fn constant_node_value(n: &Node) -> Result<Tensor> {
     rules::constant_value(n)
 }
 
+/// True when a type's element types are all known: a tensor type, or a sequence, optional or
+/// map of one. Shapes may still be open.
+pub fn is_typed(t: &ValueType) -> bool {
+    match t {
+        ValueType::Tensor(..) => true,
+        ValueType::Sequence(e) | ValueType::Optional(e) | ValueType::Map(_, e) => is_typed(e),
+        ValueType::Unknown => false,
+    }
+}
+
 /// Infers types through a graph in topological order, keeping declarations where no rule
 /// decides. Also folds `Shape` of static shapes, so later rules see constant shape tensors.
 pub fn infer_graph(g: &mut Graph) {
+    infer_scoped(g, &HashMap::new());
+}
+
+/// Type names visible to a subgraph: the enclosing scopes' plus this graph's typed values.
+type Scope = HashMap<String, ValueType>;
+
+fn infer_scoped(g: &mut Graph, outer: &Scope) {
+    for v in g.outer.clone() {
+        let info = &mut g.values[v.index()];
+        if info.ty == ValueType::Unknown
+            && let Some(t) = outer.get(&info.name)
+        {
+            info.ty = t.clone();
+        }
+    }
     let mut folded: HashMap<ValueId, Tensor> = HashMap::new();
     for ix in g.order.clone() {
+        if g.dag[ix].attrs.iter().any(|(_, a)| matches!(a, Attr::Graph(_) | Attr::Graphs(_))) {
+            infer_subgraphs(g, ix, outer);
+        }
         let node = &g.dag[ix];
         let Some(rule) = rule_for(&node.domain, &node.op_type, node.opset) else {
             continue;
@@ -105,6 +153,37 @@ pub fn infer_graph(g: &mut Graph) {
             }
             let merged = merge(declared, ty);
             g.set_type(*o, merged);
+        }
+    }
+}
+
+/// Infers the subgraphs of node `ix`, giving their outer references the types of this scope and
+/// their untyped inputs the types the node feeds them.
+fn infer_subgraphs(g: &mut Graph, ix: petgraph::graph::NodeIndex, outer: &Scope) {
+    let mut scope = outer.clone();
+    scope.extend(g.values.iter().filter(|v| v.ty != ValueType::Unknown).map(|v| (v.name.clone(), v.ty.clone())));
+    let node = &g.dag[ix];
+    let fed: Vec<ValueType> =
+        node.inputs.iter().map(|v| v.map_or(ValueType::Unknown, |v| g.values[v.index()].ty.clone())).collect();
+    let body_inputs = control::body_input_types(node, &fed);
+    let node = &mut g.dag[ix];
+    for (name, attr) in &mut node.attrs {
+        let subs: Vec<&mut Arc<Graph>> = match attr {
+            Attr::Graph(sub) => vec![sub],
+            Attr::Graphs(subs) => subs.iter_mut().collect(),
+            _ => continue,
+        };
+        for sub in subs {
+            // Freshly loaded graphs are not shared, so this does not copy.
+            let sub = Arc::make_mut(sub);
+            if let Some(types) = body_inputs.as_ref().filter(|_| name == "body") {
+                for (v, t) in sub.inputs.clone().into_iter().zip(types) {
+                    if sub.values[v.index()].ty == ValueType::Unknown {
+                        sub.values[v.index()].ty = t.clone();
+                    }
+                }
+            }
+            infer_scoped(sub, &scope);
         }
     }
 }

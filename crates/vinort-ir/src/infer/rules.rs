@@ -1,4 +1,5 @@
-//! Per-op shape rules for the default ONNX domain.
+//! Per-op shape rules for the default ONNX domain's tensor ops, and the helpers every rule
+//! family shares.
 
 use super::InferCtx;
 use crate::attr::Attr;
@@ -9,7 +10,7 @@ use crate::ops::window::WindowAttrs;
 use crate::tensor::Tensor;
 use crate::value::{Dim, ValueType};
 
-type Out = Result<Vec<ValueType>>;
+pub(crate) type Out = Result<Vec<ValueType>>;
 
 /// Output has input 0's element type and rank; extents depend on values we may not know.
 pub(crate) fn same_rank(c: &InferCtx<'_>) -> Out {
@@ -31,9 +32,24 @@ pub(crate) fn broadcast_bool(c: &InferCtx<'_>) -> Out {
     broadcast_all(c, Some(DType::Bool))
 }
 
-/// ArgMax/ArgMin: int64 indices of input 0's rank.
+/// ArgMax/ArgMin: int64 indices; the reduced axis becomes 1, or goes with `keepdims = 0`.
 pub(crate) fn arg_index(c: &InferCtx<'_>) -> Out {
-    Ok(vec![ValueType::Tensor(DType::I64, c.shape(0).map(|s| vec![Dim::Unknown; s.len()]))])
+    let n = c.node;
+    let shape = match c.shape(0) {
+        Some(x) => {
+            let ax = norm_axis(n, n.attr_or::<i64>("axis", 0)?, x.len())?;
+            let keep = n.attr_or::<i64>("keepdims", 1)? != 0;
+            let mut s = x.to_vec();
+            if keep {
+                s[ax] = Dim::Fixed(1);
+            } else {
+                s.remove(ax);
+            }
+            Some(s)
+        }
+        None => None,
+    };
+    Ok(vec![ValueType::Tensor(DType::I64, shape)])
 }
 
 /// NonZero: int64 `[rank, count]`.
@@ -75,18 +91,21 @@ pub(crate) fn range(c: &InferCtx<'_>) -> Out {
     Ok(vec![tensor(c.dtype(0), Some(vec![Dim::Unknown]))])
 }
 
+/// The output is input 0's type (unary elementwise ops, normalizations...).
 pub(crate) fn same_as_first(c: &InferCtx<'_>) -> Out {
     Ok(vec![c.ty(0).clone()])
 }
 
-fn with_dtype(t: &ValueType, d: DType) -> ValueType {
+/// Input 0's shape with another element type.
+pub(crate) fn with_dtype(t: &ValueType, d: DType) -> ValueType {
     match t {
         ValueType::Tensor(_, s) => ValueType::Tensor(d, s.clone()),
         _ => ValueType::Tensor(d, None),
     }
 }
 
-fn tensor(d: Option<DType>, shape: Option<Vec<Dim>>) -> ValueType {
+/// A tensor type when the element type is known, else `Unknown`.
+pub(crate) fn tensor(d: Option<DType>, shape: Option<Vec<Dim>>) -> ValueType {
     match d {
         Some(d) => ValueType::Tensor(d, shape),
         None => ValueType::Unknown,
@@ -118,7 +137,8 @@ pub(crate) fn broadcast_dims(a: &[Dim], b: &[Dim]) -> Result<Vec<Dim>> {
     Ok(out)
 }
 
-fn broadcast_all(c: &InferCtx<'_>, d: Option<DType>) -> Out {
+/// Numpy broadcasting of every input, with element type `d`.
+pub(crate) fn broadcast_all(c: &InferCtx<'_>, d: Option<DType>) -> Out {
     let mut shape: Option<Vec<Dim>> = Some(vec![]);
     for i in 0..c.node.inputs.len() {
         shape = match (shape, c.shape(i)) {
@@ -144,8 +164,13 @@ pub(crate) fn cast(c: &InferCtx<'_>) -> Out {
 }
 
 pub(crate) fn matmul(c: &InferCtx<'_>) -> Out {
-    let (Some(a), Some(b)) = (c.shape(0), c.shape(1)) else {
-        return Ok(vec![tensor(c.dtype(0), None)]);
+    Ok(vec![tensor(c.dtype(0), matmul_shape(c, 0, 1)?)])
+}
+
+/// numpy.matmul's output shape of inputs `ia` and `ib` (MatMul, MatMulInteger, QLinearMatMul).
+pub(crate) fn matmul_shape(c: &InferCtx<'_>, ia: usize, ib: usize) -> Result<Option<Vec<Dim>>> {
+    let (Some(a), Some(b)) = (c.shape(ia), c.shape(ib)) else {
+        return Ok(None);
     };
     if a.is_empty() || b.is_empty() {
         return Err(c.node.error("MatMul inputs must have rank >= 1"));
@@ -172,7 +197,7 @@ pub(crate) fn matmul(c: &InferCtx<'_>) -> Out {
     if b.len() > 1 {
         out.push(n.clone());
     }
-    Ok(vec![tensor(c.dtype(0), Some(out))])
+    Ok(Some(out))
 }
 
 pub(crate) fn gemm(c: &InferCtx<'_>) -> Out {
@@ -190,39 +215,49 @@ pub(crate) fn gemm(c: &InferCtx<'_>) -> Out {
 /// Conv, DeformConv and the pools: spatial output sizes by the shared window rule
 /// ([`crate::ops::window`]).
 pub(crate) fn window(c: &InferCtx<'_>) -> Out {
+    let weight = matches!(c.node.op_type.as_str(), "Conv" | "DeformConv").then_some(1);
+    let mut v = window_of(c, weight, c.dtype(0))?;
+    if c.node.op_type == "MaxPool" && c.node.outputs.len() > 1 && v.len() < 2 {
+        // Indices are int64 whatever the geometry.
+        v.push(ValueType::Tensor(DType::I64, v.first().and_then(ValueType::tensor_shape).map(<[Dim]>::to_vec)));
+    }
+    Ok(v)
+}
+
+/// The window rule for a convolution with its weight at input `weight` (None for a pool) and
+/// output element type `dtype` (ConvInteger and QLinearConv differ from their input's).
+pub(crate) fn window_of(c: &InferCtx<'_>, weight: Option<usize>, dtype: Option<DType>) -> Out {
     let n = c.node;
     let Some(x) = c.shape(0) else {
-        return Ok(vec![tensor(c.dtype(0), None)]);
+        return Ok(vec![tensor(dtype, None)]);
     };
     if x.len() < 3 {
         return Err(n.error("input must have rank >= 3 (N, C, spatial...)"));
     }
     let sp = x.len() - 2;
-    let is_conv = matches!(n.op_type.as_str(), "Conv" | "DeformConv");
     let attrs = WindowAttrs::parse(n)?;
-    let kernel: Vec<usize> = match &attrs.kernel {
-        Some(k) => k.clone(),
-        None if is_conv => match c.shape(1) {
+    let kernel: Vec<usize> = match (&attrs.kernel, weight) {
+        (Some(k), _) => k.clone(),
+        (None, Some(wi)) => match c.shape(wi) {
             Some(w) if w.len() == x.len() => match w[2..].iter().map(Dim::fixed).collect::<Option<Vec<_>>>() {
                 Some(k) => k,
-                None => return Ok(vec![tensor(c.dtype(0), None)]),
+                None => return Ok(vec![tensor(dtype, Some(vec![Dim::Unknown; x.len()]))]),
             },
-            _ => return Ok(vec![tensor(c.dtype(0), None)]),
+            _ => return Ok(vec![tensor(dtype, Some(vec![Dim::Unknown; x.len()]))]),
         },
-        None => return Err(n.error("kernel_shape is required")),
+        (None, None) => return Err(n.error("kernel_shape is required")),
     };
     if kernel.len() != sp {
         return Err(n.error(format!("kernel_shape has {} dims, input has {sp} spatial dims", kernel.len())));
     }
     let win = attrs.resolve(&kernel).map_err(|e| n.error(e.to_string()))?;
     let mut out = vec![x[0].clone()];
-    out.push(if is_conv {
-        match c.shape(1) {
+    out.push(match weight {
+        Some(wi) => match c.shape(wi) {
             Some(w) if !w.is_empty() => w[0].clone(),
             _ => Dim::Unknown,
-        }
-    } else {
-        x[1].clone()
+        },
+        None => x[1].clone(),
     });
     for (i, d) in x[2..].iter().enumerate() {
         out.push(match d.fixed() {
@@ -230,7 +265,7 @@ pub(crate) fn window(c: &InferCtx<'_>) -> Out {
             None => Dim::Unknown,
         });
     }
-    let mut v = vec![tensor(c.dtype(0), Some(out.clone()))];
+    let mut v = vec![tensor(dtype, Some(out.clone()))];
     if n.op_type == "MaxPool" && n.outputs.len() > 1 {
         v.push(ValueType::Tensor(DType::I64, Some(out)));
     }
@@ -287,7 +322,8 @@ pub(crate) fn global_pool(c: &InferCtx<'_>) -> Out {
     Ok(vec![tensor(c.dtype(0), s)])
 }
 
-fn norm_axis(n: &Node, axis: i64, rank: usize) -> Result<usize> {
+/// `axis` in `[-rank, rank)` as an index.
+pub(crate) fn norm_axis(n: &Node, axis: i64, rank: usize) -> Result<usize> {
     let r = rank as i64;
     if axis < -r || axis >= r.max(1) {
         return Err(n.error(format!("axis {axis} is out of range for rank {rank}")));
@@ -510,6 +546,136 @@ pub(crate) fn expand(c: &InferCtx<'_>) -> Out {
     };
     let target: Vec<Dim> = s.iter().map(|v| Dim::Fixed((*v).max(0) as usize)).collect();
     Ok(vec![tensor(c.dtype(0), Some(broadcast_dims(x, &target)?))])
+}
+
+/// Dropout: the data keeps input 0's type; the mask is bool from opset 10 on (Dropout-1/6/7's
+/// mask has the data's type).
+pub(crate) fn dropout(c: &InferCtx<'_>) -> Out {
+    let mask = if c.node.opset >= 10 { c.ty(0).tensor_dtype().map(|_| DType::Bool) } else { c.dtype(0) };
+    Ok(vec![c.ty(0).clone(), tensor(mask, c.shape(0).map(<[Dim]>::to_vec))])
+}
+
+/// Unique: Y of the input's type (1-D without `axis`, else the input's rank), then int64
+/// `indices`, `inverse_indices` and `counts`, all 1-D.
+pub(crate) fn unique(c: &InferCtx<'_>) -> Out {
+    let y = match (c.node.attr::<i64>("axis")?, c.shape(0)) {
+        (None, _) => Some(vec![Dim::Unknown]),
+        (Some(_), Some(x)) => Some(vec![Dim::Unknown; x.len()]),
+        (Some(_), None) => None,
+    };
+    let inverse = match (c.node.attr::<i64>("axis")?, c.shape(0)) {
+        (None, Some(x)) => x.iter().map(Dim::fixed).product::<Option<usize>>().map_or(Dim::Unknown, Dim::Fixed),
+        (Some(a), Some(x)) => x[norm_axis(c.node, a, x.len())?].clone(),
+        _ => Dim::Unknown,
+    };
+    let idx = |d: Dim| ValueType::Tensor(DType::I64, Some(vec![d]));
+    Ok(vec![tensor(c.dtype(0), y), idx(Dim::Unknown), idx(inverse), idx(Dim::Unknown)])
+}
+
+/// BatchNormalization: Y has X's type; the optional statistics outputs (running mean/var from
+/// opset 14, also saved mean/var before opset 9... all of shape [C]) have the mean input's type
+/// (`T2`/`U` from opset 14, `T` before).
+pub(crate) fn batch_norm(c: &InferCtx<'_>) -> Out {
+    let mut v = vec![c.ty(0).clone()];
+    let stat = tensor(
+        c.dtype(3).or(c.dtype(0)),
+        Some(vec![c.shape(0).and_then(|x| x.get(1)).cloned().unwrap_or(Dim::Unknown)]),
+    );
+    v.extend(std::iter::repeat_n(stat, c.node.outputs.len().saturating_sub(1)));
+    Ok(v)
+}
+
+/// LayerNormalization: Y has X's type; Mean and InvStdDev have the `stash_type` (default
+/// float) and X's shape with the normalized axes set to 1.
+pub(crate) fn layer_norm(c: &InferCtx<'_>) -> Out {
+    let n = c.node;
+    let stash = n.attr_or::<i64>("stash_type", 1)?;
+    let stash =
+        DType::from_onnx(stash as i32).ok_or_else(|| n.error(format!("stash_type {stash} is no ONNX data type")))?;
+    let stat_shape = match c.shape(0) {
+        Some(x) => {
+            let ax = norm_axis(n, n.attr_or::<i64>("axis", -1)?, x.len())?;
+            Some(x.iter().enumerate().map(|(i, d)| if i < ax { d.clone() } else { Dim::Fixed(1) }).collect())
+        }
+        None => None,
+    };
+    let stat = ValueType::Tensor(stash, stat_shape);
+    Ok(vec![c.ty(0).clone(), stat.clone(), stat])
+}
+
+/// Col2Im: `[N, C, image_shape...]` with `C = input dim 1 / prod(block_shape)`.
+pub(crate) fn col2im(c: &InferCtx<'_>) -> Out {
+    let image = c.const_ints(1);
+    let rank = match (&image, c.shape(1).and_then(|s| s.first()).and_then(Dim::fixed)) {
+        (Some(i), _) => Some(i.len()),
+        (None, r) => r,
+    };
+    let Some(rank) = rank else {
+        return Ok(vec![tensor(c.dtype(0), None)]);
+    };
+    let x = c.shape(0);
+    let block: Option<usize> = c.const_ints(2).and_then(|b| b.iter().map(|v| usize::try_from(*v).ok()).product());
+    let channels = match (x.and_then(|x| x.get(1)).and_then(Dim::fixed), block) {
+        (Some(cb), Some(b)) if b > 0 => Dim::Fixed(cb / b),
+        _ => Dim::Unknown,
+    };
+    let mut out = vec![x.and_then(|x| x.first()).cloned().unwrap_or(Dim::Unknown), channels];
+    match image {
+        Some(i) => out.extend(i.iter().map(|v| Dim::Fixed((*v).max(0) as usize))),
+        None => out.extend(std::iter::repeat_n(Dim::Unknown, rank)),
+    }
+    Ok(vec![tensor(c.dtype(0), Some(out))])
+}
+
+/// OneHot: the `values` input's type; the indices' shape with `depth` inserted at `axis`.
+pub(crate) fn one_hot(c: &InferCtx<'_>) -> Out {
+    let shape = match c.shape(0) {
+        Some(x) => {
+            let ax = norm_axis(c.node, c.node.attr_or::<i64>("axis", -1)?, x.len() + 1)?;
+            let depth = c.consts.get(1).and_then(Option::as_ref).and_then(|t| t.to_f64_vec().ok());
+            let depth = match depth.as_deref() {
+                Some([d]) if *d >= 0.0 => Dim::Fixed(*d as usize),
+                _ => Dim::Unknown,
+            };
+            let mut s = x.to_vec();
+            s.insert(ax, depth);
+            Some(s)
+        }
+        None => None,
+    };
+    Ok(vec![tensor(c.dtype(2), shape)])
+}
+
+/// BitCast: the `to` type, same shape (the spec requires equal bit widths).
+pub(crate) fn bit_cast(c: &InferCtx<'_>) -> Out {
+    cast(c)
+}
+
+/// Det: the batch dims of `[*, M, M]`.
+pub(crate) fn det(c: &InferCtx<'_>) -> Out {
+    let shape = c.shape(0).filter(|x| x.len() >= 2).map(|x| x[..x.len() - 2].to_vec());
+    Ok(vec![tensor(c.dtype(0), shape)])
+}
+
+/// CenterCropPad: the input's type and rank; the cropped/padded axes take the `shape` input.
+pub(crate) fn center_crop_pad(c: &InferCtx<'_>) -> Out {
+    let Some(x) = c.shape(0) else {
+        return Ok(vec![tensor(c.dtype(0), None)]);
+    };
+    let mut out = x.to_vec();
+    match c.const_ints(1) {
+        Some(target) => {
+            let axes = c.node.attr::<Vec<i64>>("axes")?.unwrap_or_else(|| (0..x.len() as i64).collect());
+            if axes.len() != target.len() {
+                return Err(c.node.error("'shape' must give one size per axis"));
+            }
+            for (a, t) in axes.iter().zip(&target) {
+                out[norm_axis(c.node, *a, x.len())?] = Dim::Fixed((*t).max(0) as usize);
+            }
+        }
+        None => out = vec![Dim::Unknown; x.len()],
+    }
+    Ok(vec![tensor(c.dtype(0), Some(out))])
 }
 
 /// The value of a `Constant` node from whichever attribute holds it.

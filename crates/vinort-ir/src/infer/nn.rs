@@ -1,0 +1,168 @@
+//! Rules of the attention family, the fused sequence-model ops, losses and detection ops.
+//!
+//! Attention layouts follow the [Attention] spec: Q/K/V are either 4-D `(batch, heads, seq,
+//! head_size)` or 3-D `(batch, seq, heads * head_size)` with `q_num_heads`/`kv_num_heads`
+//! giving the head counts.
+//!
+//! [Attention]: https://onnx.ai/onnx/operators/onnx__Attention.html
+
+use super::InferCtx;
+use super::rules::{Out, tensor};
+use crate::dtype::DType;
+use crate::value::{Dim, ValueType};
+
+fn dim(s: Option<&[Dim]>, i: usize) -> Dim {
+    s.and_then(|s| s.get(i)).cloned().unwrap_or(Dim::Unknown)
+}
+
+fn div(d: &Dim, k: Option<i64>) -> Dim {
+    match (d.fixed(), k) {
+        (Some(v), Some(k)) if k > 0 && v % k as usize == 0 => Dim::Fixed(v / k as usize),
+        _ => Dim::Unknown,
+    }
+}
+
+fn mul(d: &Dim, k: Option<i64>) -> Dim {
+    match (d.fixed(), k) {
+        (Some(v), Some(k)) if k > 0 => Dim::Fixed(v * k as usize),
+        _ => Dim::Unknown,
+    }
+}
+
+fn add(a: &Dim, b: &Dim) -> Dim {
+    match (a.fixed(), b.fixed()) {
+        (Some(x), Some(y)) => Dim::Fixed(x + y),
+        _ => Dim::Unknown,
+    }
+}
+
+/// Attention (opset 23+): Y and qk_matmul_output of Q's type, present_key of K's and
+/// present_value of V's.
+pub(crate) fn attention(c: &InferCtx<'_>) -> Out {
+    let n = c.node;
+    let (qh, kvh) = (n.attr::<i64>("q_num_heads")?, n.attr::<i64>("kv_num_heads")?);
+    let (q, k, v) = (c.shape(0), c.shape(1), c.shape(2));
+    // (heads, seq, head_size) of a 4-D or 3-D input.
+    let split = |s: Option<&[Dim]>, heads: Option<i64>| match s {
+        Some(s) if s.len() == 4 => (s[1].clone(), s[2].clone(), s[3].clone()),
+        Some(s) if s.len() == 3 => {
+            (heads.map_or(Dim::Unknown, |h| Dim::Fixed(h.max(0) as usize)), s[1].clone(), div(&s[2], heads))
+        }
+        _ => (Dim::Unknown, Dim::Unknown, Dim::Unknown),
+    };
+    let batch = dim(q, 0);
+    let (q_heads, q_seq, _) = split(q, qh);
+    let (kv_heads, kv_seq, k_size) = split(k, kvh);
+    let (_, _, v_size) = split(v, kvh);
+    let past = if c.has(4) { dim(c.shape(4), 2) } else { Dim::Fixed(0) };
+    let total = add(&past, &kv_seq);
+    let y = match q.map(<[Dim]>::len) {
+        Some(4) => Some(vec![batch.clone(), q_heads.clone(), q_seq.clone(), v_size.clone()]),
+        Some(3) => Some(vec![batch.clone(), q_seq.clone(), mul(&v_size, qh)]),
+        _ => None,
+    };
+    Ok(vec![
+        tensor(c.dtype(0), y),
+        tensor(c.dtype(1), Some(vec![batch.clone(), kv_heads.clone(), total.clone(), k_size])),
+        tensor(c.dtype(2), Some(vec![batch.clone(), kv_heads, total.clone(), v_size])),
+        tensor(c.dtype(0), Some(vec![batch, q_heads, q_seq, total])),
+    ])
+}
+
+/// com.microsoft Attention: output `(batch, seq, v_hidden)` of the input's type, present
+/// `(2, batch, heads, total_seq, head_size)`, both of the input's type.
+pub(crate) fn ms_attention(c: &InferCtx<'_>) -> Out {
+    let x = c.shape(0);
+    let v_hidden = match c.node.attr::<Vec<i64>>("qkv_hidden_sizes")? {
+        Some(s) if s.len() == 3 && s[2] > 0 => Dim::Fixed(s[2] as usize),
+        _ => div(&dim(c.shape(1), 1), Some(3)),
+    };
+    let out = x.map(|_| vec![dim(x, 0), dim(x, 1), v_hidden]);
+    let present = Some(vec![Dim::Fixed(2), dim(x, 0), Dim::Unknown, Dim::Unknown, Dim::Unknown]);
+    Ok(vec![tensor(c.dtype(0), out), tensor(c.dtype(0), present)])
+}
+
+/// FlexAttention: Y `(batch, q_heads, q_seq, v_head_size)` of Q's type.
+pub(crate) fn flex_attention(c: &InferCtx<'_>) -> Out {
+    let (q, v) = (c.shape(0), c.shape(2));
+    let y = q.map(|_| vec![dim(q, 0), dim(q, 1), dim(q, 2), dim(v, 3)]);
+    Ok(vec![tensor(c.dtype(0), y)])
+}
+
+/// CausalConvWithState: output like the input `(batch, channels, length)`, present_state
+/// `(batch, channels, kernel - 1)` with the kernel from weight `(channels, 1, k)`.
+pub(crate) fn causal_conv_with_state(c: &InferCtx<'_>) -> Out {
+    let x = c.shape(0);
+    let k = dim(c.shape(1), 2).fixed();
+    let state = x.map(|_| vec![dim(x, 0), dim(x, 1), k.map_or(Dim::Unknown, |k| Dim::Fixed(k.saturating_sub(1)))]);
+    Ok(vec![c.ty(0).clone(), tensor(c.dtype(0), state)])
+}
+
+/// LinearAttention: output `(B, T, q_num_heads * d_v)` of the query's type, present_state
+/// `(B, kv_num_heads, d_k, d_v)` of past_state's type (the query's when there is none).
+pub(crate) fn linear_attention(c: &InferCtx<'_>) -> Out {
+    let n = c.node;
+    let (qh, kvh) = (n.attr::<i64>("q_num_heads")?, n.attr::<i64>("kv_num_heads")?);
+    let (q, k, v) = (c.shape(0), c.shape(1), c.shape(2));
+    let d_v = div(&dim(v, 2), kvh);
+    let d_k = div(&dim(k, 2), kvh);
+    let out = q.map(|_| vec![dim(q, 0), dim(q, 1), mul(&d_v, qh)]);
+    let heads = kvh.map_or(Dim::Unknown, |h| Dim::Fixed(h.max(0) as usize));
+    let state_type = if c.has(3) { c.dtype(3) } else { c.dtype(0) };
+    Ok(vec![tensor(c.dtype(0), out), tensor(state_type, Some(vec![dim(q, 0), heads, d_k, d_v]))])
+}
+
+/// AffineGrid: theta's type; `size` `(N, C, H, W)` gives `(N, H, W, 2)`, `(N, C, D, H, W)`
+/// gives `(N, D, H, W, 3)`.
+pub(crate) fn affine_grid(c: &InferCtx<'_>) -> Out {
+    let shape = match c.const_ints(1) {
+        Some(s) if s.len() >= 3 => {
+            let mut out: Vec<Dim> =
+                std::iter::once(s[0]).chain(s[2..].iter().copied()).map(|v| Dim::Fixed(v.max(0) as usize)).collect();
+            out.push(Dim::Fixed(s.len() - 2));
+            Some(out)
+        }
+        _ => match c.shape(1).and_then(|s| s.first()).and_then(Dim::fixed) {
+            Some(r) if r >= 3 => {
+                let mut out = vec![dim(c.shape(0), 0)];
+                out.extend(std::iter::repeat_n(Dim::Unknown, r - 2));
+                out.push(Dim::Fixed(r - 2));
+                Some(out)
+            }
+            _ => None,
+        },
+    };
+    Ok(vec![tensor(c.dtype(0), shape)])
+}
+
+/// MaxRoiPool: X's type, `(num_rois, C, pooled_h, pooled_w)`.
+pub(crate) fn max_roi_pool(c: &InferCtx<'_>) -> Out {
+    let pooled = c.node.req_attr::<Vec<i64>>("pooled_shape")?;
+    let mut out = vec![dim(c.shape(1), 0), dim(c.shape(0), 1)];
+    out.extend(pooled.iter().map(|v| Dim::Fixed((*v).max(0) as usize)));
+    Ok(vec![tensor(c.dtype(0), Some(out))])
+}
+
+/// The loss shape: the target's with `reduction = none`, a scalar otherwise (default mean).
+fn loss_shape(c: &InferCtx<'_>) -> crate::error::Result<Option<Vec<Dim>>> {
+    Ok(match c.node.attr::<String>("reduction")?.as_deref() {
+        Some("none") => c.shape(1).map(<[Dim]>::to_vec),
+        _ => Some(vec![]),
+    })
+}
+
+/// NegativeLogLikelihoodLoss: the input's type, shaped by `reduction`.
+pub(crate) fn nll_loss(c: &InferCtx<'_>) -> Out {
+    Ok(vec![tensor(c.dtype(0), loss_shape(c)?)])
+}
+
+/// SoftmaxCrossEntropyLoss: the loss of the scores' type shaped by `reduction`, and the
+/// optional log_prob of the scores' type and shape.
+pub(crate) fn softmax_cross_entropy_loss(c: &InferCtx<'_>) -> Out {
+    Ok(vec![tensor(c.dtype(0), loss_shape(c)?), c.ty(0).clone()])
+}
+
+/// NonMaxSuppression: int64 `(num_selected, 3)`.
+pub(crate) fn non_max_suppression(_: &InferCtx<'_>) -> Out {
+    Ok(vec![ValueType::Tensor(DType::I64, Some(vec![Dim::Unknown, Dim::Fixed(3)]))])
+}

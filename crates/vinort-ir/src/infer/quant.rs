@@ -1,0 +1,73 @@
+//! Rules of the quantization ops: [QuantizeLinear], [DequantizeLinear],
+//! [DynamicQuantizeLinear], the integer convolutions and matrix products, and their
+//! `com.microsoft` variants.
+//!
+//! [QuantizeLinear]: https://onnx.ai/onnx/operators/onnx__QuantizeLinear.html
+//! [DequantizeLinear]: https://onnx.ai/onnx/operators/onnx__DequantizeLinear.html
+//! [DynamicQuantizeLinear]: https://onnx.ai/onnx/operators/onnx__DynamicQuantizeLinear.html
+
+use super::InferCtx;
+use super::rules::{Out, matmul_shape, tensor, window_of};
+use crate::dtype::DType;
+use crate::value::{Dim, ValueType};
+
+/// An `output_dtype` attribute: `None` when absent or 0 (ONNX's "not set").
+fn output_dtype(c: &InferCtx<'_>) -> crate::error::Result<Option<DType>> {
+    match c.node.attr_or::<i64>("output_dtype", 0)? {
+        0 => Ok(None),
+        code => DType::from_onnx(code as i32)
+            .map(Some)
+            .ok_or_else(|| c.node.error(format!("output_dtype {code} is no ONNX data type"))),
+    }
+}
+
+/// QuantizeLinear: y has `y_zero_point`'s type; without a zero point, `output_dtype`
+/// (opset 21+), else uint8. Same shape as x.
+pub(crate) fn quantize_linear(c: &InferCtx<'_>) -> Out {
+    let attr = if c.node.opset >= 21 { output_dtype(c)? } else { None };
+    let d = if c.has(2) { c.dtype(2).or(attr) } else { Some(attr.unwrap_or(DType::U8)) };
+    Ok(vec![tensor(d, c.shape(0).map(<[Dim]>::to_vec))])
+}
+
+/// DequantizeLinear: float up to opset 18; from 19 on, `x_scale`'s type, overridden by
+/// `output_dtype` from opset 23. Same shape as x.
+pub(crate) fn dequantize_linear(c: &InferCtx<'_>) -> Out {
+    let d = match c.node.opset {
+        ..19 => Some(DType::F32),
+        19..23 => c.dtype(1),
+        _ => output_dtype(c)?.or(c.dtype(1)),
+    };
+    Ok(vec![tensor(d, c.shape(0).map(<[Dim]>::to_vec))])
+}
+
+/// DynamicQuantizeLinear: `y` uint8 of x's shape, `y_scale` a float scalar, `y_zero_point` a
+/// uint8 scalar.
+pub(crate) fn dynamic_quantize_linear(c: &InferCtx<'_>) -> Out {
+    Ok(vec![
+        ValueType::Tensor(DType::U8, c.shape(0).map(<[Dim]>::to_vec)),
+        ValueType::tensor(DType::F32, &[]),
+        ValueType::tensor(DType::U8, &[]),
+    ])
+}
+
+/// ConvInteger: int32 with Conv's geometry.
+pub(crate) fn conv_integer(c: &InferCtx<'_>) -> Out {
+    window_of(c, Some(1), Some(DType::I32))
+}
+
+/// QLinearConv (both domains): x at 0, w at 3, y has `y_zero_point`'s (input 7) type. The
+/// zero point is optional; its default is uint8-like x's type.
+pub(crate) fn qlinear_conv(c: &InferCtx<'_>) -> Out {
+    let d = if c.has(7) { c.dtype(7) } else { c.dtype(0) };
+    window_of(c, Some(3), d)
+}
+
+/// MatMulInteger: int32 with MatMul's shape.
+pub(crate) fn matmul_integer(c: &InferCtx<'_>) -> Out {
+    Ok(vec![ValueType::Tensor(DType::I32, matmul_shape(c, 0, 1)?)])
+}
+
+/// QLinearMatMul: a at 0, b at 3, y has `y_zero_point`'s (input 7) type.
+pub(crate) fn qlinear_matmul(c: &InferCtx<'_>) -> Out {
+    Ok(vec![tensor(c.dtype(7), matmul_shape(c, 0, 3)?)])
+}
