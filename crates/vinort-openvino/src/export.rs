@@ -61,7 +61,19 @@ pub fn partition_model(model: &Model, nodes: &[NodeIndex], inputs: &[ValueId], o
         let info = g.value(v);
         let ty = type_proto(&info.ty);
         if need_type && ty.is_none() {
-            return Err(Error::unsupported(format!("type of '{}' is not known before run time", info.name)));
+            // Only an op without a type rule (a custom domain) leaves a value untyped; a graph
+            // input of a standalone ONNX model must have a type, so this partition cannot be
+            // written. The whole model file can still be compiled as it is.
+            let what = match &info.ty {
+                ValueType::Unknown => {
+                    "untyped (no type rule covers its producer and the model declares none)".to_owned()
+                }
+                other => format!("{other}, which an ONNX graph input cannot declare"),
+            };
+            return Err(Error::unsupported(format!(
+                "partition input '{}' is {what}, so the partition cannot be serialized for OpenVINO",
+                info.name
+            )));
         }
         Ok(onnx::ValueInfoProto { name: Some(info.name.clone()), r#type: ty, ..Default::default() })
     };
@@ -88,4 +100,23 @@ pub fn partition_model(model: &Model, nodes: &[NodeIndex], inputs: &[ValueId], o
         ..Default::default()
     };
     Ok(m.encode_to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::semantics::tests::{one_node, vi};
+
+    /// A partition whose input has no type cannot be written; the error names the value.
+    #[test]
+    fn an_untyped_partition_input_is_named() {
+        // elem_type 0 is ONNX's UNDEFINED: the input's type is unknown.
+        let m = one_node("Relu", 14, &[vi("x", 0, &[2])], vec![], &["x"], vec![]);
+        let g = &m.graph;
+        let (x, y) = (g.value_id("x").unwrap(), g.value_id("y").unwrap());
+        let e = partition_model(&m, g.topo_order(), &[x], &[y]).unwrap_err().to_string();
+        assert!(e.contains("partition input 'x' is untyped"), "{e}");
+        let typed = one_node("Relu", 14, &[vi("x", 1, &[2])], vec![], &["x"], vec![]);
+        assert!(partition_model(&typed, typed.graph.topo_order(), &[x], &[y]).is_ok());
+    }
 }

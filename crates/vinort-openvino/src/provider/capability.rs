@@ -4,14 +4,20 @@
 //! first layer that answers decides, so a cheap certain refusal is never overridden by a later
 //! layer and the expensive probe runs only for what every other layer left open. The order:
 //!
-//! 1. **static**: a value vinort cannot exchange with OpenVINO (element type, non-tensor, type
-//!    unknown before run time);
+//! 1. **static**: a value vinort cannot exchange with OpenVINO (element type, non-tensor);
 //! 2. **semantics** ([`crate::semantics`]): attributes, constant inputs or data for which
 //!    OpenVINO computes something other than ONNX;
 //! 3. **slow** ([`crate::slow`]): measured slow paths the Cpu provider beats by far;
 //! 4. **table** ([`crate::rules`]): the measured (op, opset, element type) table; claims or
 //!    refuses what was measured, passes what was not;
 //! 5. **probe** ([`crate::probe`]): compiles the node alone and remembers the verdict.
+//!
+//! Static inference types every value of a model built from the ops vinort knows, so an input
+//! of unknown type can only come from an op no rule covers (a custom domain). Such a node is
+//! not refused piecemeal: a single-node probe cannot even be written without the type, so it
+//! is claimed and goes to OpenVINO only as part of a partition compiled as a whole (the model
+//! file itself when it is one partition); if that compile fails, the verification step blames
+//! and vetoes it like any other node.
 //!
 //! A new refusal rule is one entry in `semantics.rs` or `slow.rs`; this list changes only for
 //! a new *kind* of check.
@@ -92,11 +98,8 @@ fn exchangeable(q: &Query) -> Answer {
             ValueType::Tensor(d, _) if ffi::to_ov_type(*d).is_none() => {
                 return Answer::Refuse(format!("'{}' is {d}, which vinort does not exchange with OpenVINO", info.name));
             }
-            ValueType::Tensor(..) => {}
-            ValueType::Unknown if g.initializer(*v).is_none() && n.inputs.contains(&Some(*v)) => {
-                return Answer::Refuse(format!("the type of input '{}' is not known before run time", info.name));
-            }
-            ValueType::Unknown => {}
+            // Unknown types are decided by the probe layer (see the module doc).
+            ValueType::Tensor(..) | ValueType::Unknown => {}
             other => return Answer::Refuse(format!("'{}' is {other}; only tensors cross into OpenVINO", info.name)),
         }
     }
@@ -122,7 +125,28 @@ fn table(q: &Query) -> Answer {
     }
 }
 
+/// An input of the node whose type no rule knows (it comes from an op vinort has no rule for).
+fn untyped_input(q: &Query) -> Option<String> {
+    let g = &q.model.graph;
+    let n = g.node(q.ix);
+    n.inputs
+        .iter()
+        .flatten()
+        .chain(&n.implicit_inputs)
+        .find(|v| g.value(**v).ty == ValueType::Unknown && g.initializer(**v).is_none())
+        .map(|v| g.value(*v).name.clone())
+}
+
 fn probed(q: &Query) -> Answer {
+    if let Some(input) = untyped_input(q) {
+        // A probe needs the input's type; the whole-partition compile does not.
+        tracing::debug!(
+            node = %q.model.graph.node(q.ix).name,
+            input = %input,
+            "input type unknown to vinort: claimed for a whole-partition compile instead of a probe"
+        );
+        return Answer::Claim;
+    }
     match (q.probe)(q.ix) {
         probe::Verdict::Ok => Answer::Claim,
         probe::Verdict::Refused(r) => Answer::Refuse(r),
@@ -183,9 +207,56 @@ mod tests {
         let relu = one_node("Relu", 14, std::slice::from_ref(&f32_x), vec![], &["x"], vec![]);
         assert_eq!(ask(&relu, &not_asked), None, "the table claims a measured op without a probe");
 
-        let unmeasured = one_node("NotMeasured", 14, &[f32_x], vec![], &["x"], vec![]);
+        let unmeasured = one_node("NotMeasured", 14, std::slice::from_ref(&f32_x), vec![], &["x"], vec![]);
         let refused = |_| probe::Verdict::Refused("no conversion rule".into());
         assert_eq!(ask(&unmeasured, &refused), Some("probe: no conversion rule".into()));
         assert_eq!(ask(&unmeasured, &|_| probe::Verdict::Ok), None);
+    }
+
+    /// A node reading a value no type rule covers (the output of an unknown custom op) is
+    /// claimed for a whole-partition compile: neither refused for the unknown type nor probed
+    /// (a single-node model cannot be written without the type).
+    #[test]
+    fn capability_claims_untyped_inputs_for_a_whole_compile() {
+        use crate::semantics::tests::vi;
+        use prost::Message;
+        use vinort_ir::proto::onnx;
+        let node = |op: &str, domain: &str, i: &str, o: &str| onnx::NodeProto {
+            op_type: Some(op.into()),
+            domain: Some(domain.into()),
+            name: Some(o.into()),
+            input: vec![i.into()],
+            output: vec![o.into()],
+            ..Default::default()
+        };
+        let graph = onnx::GraphProto {
+            name: Some("g".into()),
+            node: vec![
+                node("Mystery", "com.example", "x", "m"),
+                node("Relu", "", "m", "y"),
+                // Not in the measured table either: the probe layer decides.
+                node("NotMeasured", "", "m", "z"),
+            ],
+            input: vec![vi("x", 1, &[2])],
+            output: ["y", "z"].map(|o| onnx::ValueInfoProto { name: Some(o.into()), ..Default::default() }).to_vec(),
+            ..Default::default()
+        };
+        let model = onnx::ModelProto {
+            ir_version: Some(9),
+            opset_import: vec![
+                onnx::OperatorSetIdProto { domain: Some(String::new()), version: Some(14) },
+                onnx::OperatorSetIdProto { domain: Some("com.example".into()), version: Some(1) },
+            ],
+            graph: Some(graph),
+            ..Default::default()
+        };
+        let m = Model::from_bytes(model.encode_to_vec()).unwrap();
+        assert_eq!(m.graph.value(m.graph.value_id("m").unwrap()).ty, ValueType::Unknown, "no rule types 'm'");
+        let not_asked = |_| -> probe::Verdict { panic!("probed a node whose input type is unknown") };
+        for op in ["Relu", "NotMeasured"] {
+            let ix = m.graph.topo_order().iter().copied().find(|ix| m.graph.node(*ix).op_type == op).unwrap();
+            let why = decide(&layers(), &Query { model: &m, ix, device: "CPU", probe: &not_asked });
+            assert_eq!(why, None, "{op} is claimed for the whole-partition attempt");
+        }
     }
 }
