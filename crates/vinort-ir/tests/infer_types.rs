@@ -103,6 +103,7 @@ fn load(opset: i64, g: onnx::GraphProto) -> Model {
         opset_import: vec![
             onnx::OperatorSetIdProto { domain: Some(String::new()), version: Some(opset) },
             onnx::OperatorSetIdProto { domain: Some("com.example".into()), version: Some(1) },
+            onnx::OperatorSetIdProto { domain: Some("com.microsoft".into()), version: Some(1) },
         ],
         graph: Some(g),
         ..Default::default()
@@ -273,6 +274,43 @@ fn every_value_of_every_node_test_model_is_typed() {
         outside.len(),
         outside
     );
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Every `.onnx` file under `VINORT_TYPED_MODELS` (searched recursively; for corpora of
+/// real-world model forms: `onnxruntime.quantization` outputs, exported networks) that uses
+/// only ops of the table is fully typed.
+#[test]
+fn every_value_of_models_in_vinort_typed_models_is_typed() {
+    let Some(dir) = std::env::var_os("VINORT_TYPED_MODELS") else {
+        eprintln!("VINORT_TYPED_MODELS is not set: no extra models checked");
+        return;
+    };
+    let mut stack = vec![std::path::PathBuf::from(dir)];
+    let (mut failures, mut checked) = (vec![], 0);
+    while let Some(p) = stack.pop() {
+        if p.is_dir() {
+            stack.extend(std::fs::read_dir(&p).into_iter().flatten().flatten().map(|e| e.path()));
+            continue;
+        }
+        if p.extension().is_none_or(|e| e != "onnx") {
+            continue;
+        }
+        match Model::load(&p) {
+            Err(e) => failures.push(format!("{}: {e}", p.display())),
+            Ok(m) => match all_ops_known(&m.graph) {
+                Err(op) => eprintln!("{}: skipped, {op} is not in the table", p.display()),
+                Ok(()) => {
+                    checked += 1;
+                    let bad = untyped(&m);
+                    if !bad.is_empty() {
+                        failures.push(format!("{}: untyped {}", p.display(), bad.join(", ")));
+                    }
+                }
+            },
+        }
+    }
+    eprintln!("{checked} models checked");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
@@ -514,6 +552,47 @@ fn control_flow_and_sequences_are_typed() {
     assert_eq!(ty(&m, "has"), t(DType::Bool, &[]));
     assert_eq!(ty(&m, "got"), t(DType::F32, &[f(3)]));
     assert!(untyped(&m).is_empty(), "{:?}", untyped(&m));
+}
+
+/// ONNX Runtime's contrib ops in the table: QLinearConv's output has y_zero_point's type,
+/// Attention's the input's, DynamicQuantizeLSTM's outputs X's (its R is stored transposed,
+/// `[num_directions, hidden_size, 4 * hidden_size]`).
+#[test]
+fn com_microsoft_ops_are_typed() {
+    let ms = |mut n: onnx::NodeProto| {
+        n.domain = Some("com.microsoft".into());
+        n
+    };
+    let g = onnx::GraphProto {
+        node: vec![
+            ms(node("QLinearConv", &["xq", "s", "zu", "w", "s", "zi", "s", "zu"], &["conv"], vec![])),
+            ms(node("Attention", &["h", "qkv", "bias"], &["att"], vec![int("num_heads", 3)])),
+            ms(node(
+                "DynamicQuantizeLSTM",
+                &["seq", "lw", "lr", "", "", "", "", "", "s", "zi", "s", "zi"],
+                &["ly", "lh", "lc"],
+                vec![],
+            )),
+        ],
+        input: vec![vi("xq", 2, &[1, 3, 8, 8]), vi("h", 1, &[2, 5, 12]), vi("seq", 1, &[7, 2, 4])],
+        output: vec![out("conv"), out("att"), out("ly")],
+        initializer: vec![
+            init("s", 1, &[]),
+            init("zu", 2, &[]),
+            init("zi", 3, &[]),
+            init("w", 3, &[4, 3, 3, 3]),
+            init("qkv", 1, &[12, 36]),
+            init("bias", 1, &[36]),
+            init("lw", 3, &[1, 4, 24]),
+            init("lr", 3, &[1, 6, 24]),
+        ],
+        ..Default::default()
+    };
+    let m = load(13, g);
+    assert_eq!(ty(&m, "conv"), t(DType::U8, &[f(1), f(4), f(6), f(6)]));
+    assert_eq!(ty(&m, "att"), t(DType::F32, &[f(2), f(5), f(12)]));
+    assert_eq!(ty(&m, "ly"), t(DType::F32, &[f(7), f(1), f(2), f(6)]));
+    assert_eq!(ty(&m, "lc"), t(DType::F32, &[f(1), f(2), f(6)]));
 }
 
 /// An op nobody knows keeps its output untyped (no guessing), and that is the only gap.

@@ -1,4 +1,5 @@
-//! Rules of the recurrent ops [RNN], [GRU] and [LSTM].
+//! Rules of the recurrent ops [RNN], [GRU] and [LSTM] (and ONNX Runtime's
+//! `com.microsoft` DynamicQuantizeLSTM, which `quantize_dynamic` makes of an LSTM).
 //!
 //! Every output has X's type. With `layout = 0` (the default, and the only layout before
 //! opset 14) X is `[seq_length, batch_size, input_size]`, Y is `[seq_length, num_directions,
@@ -23,11 +24,13 @@ pub(crate) fn recurrent(c: &InferCtx<'_>) -> Out {
         Some("forward" | "reverse") | None => Dim::Fixed(1),
         Some(other) => return Err(n.error(format!("direction '{other}' is not forward, reverse or bidirectional"))),
     };
-    // R is [num_directions, gates * hidden_size, hidden_size].
     let hidden = match n.attr::<i64>("hidden_size")? {
         Some(h) if h > 0 => Dim::Fixed(h as usize),
         Some(h) => return Err(n.error(format!("hidden_size {h} must be positive"))),
-        None => c.shape(2).and_then(|r| r.get(2)).cloned().unwrap_or(Dim::Unknown),
+        // ONNX's R is [num_directions, gates * hidden_size, hidden_size]; com.microsoft's
+        // DynamicQuantizeLSTM stores it transposed.
+        None if n.domain.is_empty() => c.shape(2).and_then(|r| r.get(2)).cloned().unwrap_or(Dim::Unknown),
+        None => c.shape(2).and_then(|r| r.get(1)).cloned().unwrap_or(Dim::Unknown),
     };
     let (seq, batch) = match c.shape(0) {
         Some([a, b, _]) if layout == 0 => (a.clone(), b.clone()),
@@ -41,7 +44,7 @@ pub(crate) fn recurrent(c: &InferCtx<'_>) -> Out {
     };
     let d = c.dtype(0);
     let mut out = vec![tensor(d, Some(y)), tensor(d, Some(yh.clone()))];
-    if n.op_type == "LSTM" {
+    if n.op_type.ends_with("LSTM") {
         out.push(tensor(d, Some(yh)));
     }
     Ok(out)

@@ -280,6 +280,7 @@ pub(super) const SPECS: &[OpSpec] = &[
     training("Momentum", 1, Some(ml::optimizer), NONE),
     // com.microsoft (ONNX Runtime's contrib ops)
     ms("Attention", 1, Some(nn::ms_attention), HEAVY),
+    ms("DynamicQuantizeLSTM", 1, Some(recurrent::recurrent), HEAVY),
     ms("QLinearConv", 1, Some(quant::qlinear_conv), HEAVY),
     ms("QuickGelu", 1, Some(rules::same_as_first), ELEMENTWISE),
 ];
