@@ -236,17 +236,7 @@ pub(crate) fn strides(shape: &[usize]) -> Vec<usize> {
     s
 }
 
-/// Multi-index of flat offset `i` in `shape`.
-pub(crate) fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
-    let mut idx = vec![0; shape.len()];
-    for d in (0..shape.len()).rev() {
-        if shape[d] > 0 {
-            idx[d] = i % shape[d];
-            i /= shape[d];
-        }
-    }
-    idx
-}
+pub(crate) use vinort_ir::tensor::unravel;
 
 /// Row-major flat offset of `idx` in `shape`.
 pub(crate) fn ravel(idx: &[usize], shape: &[usize]) -> usize {

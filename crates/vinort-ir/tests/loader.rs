@@ -2,30 +2,13 @@
 //! Constant nodes, nested graphs with outer-scope references, shape inference.
 
 use prost::Message;
+use vinort_ir::proto::build::{dim, tensor_info};
 use vinort_ir::proto::onnx;
 use vinort_ir::{DType, Dim, Model, ValueSource, ValueType};
 
+/// A tensor value; a negative dim is the named dim `batch`.
 fn vi(name: &str, elem: i32, dims: &[i64]) -> onnx::ValueInfoProto {
-    use onnx::tensor_shape_proto::{Dimension, dimension::Value as D};
-    onnx::ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(onnx::TypeProto {
-            value: Some(onnx::type_proto::Value::TensorType(onnx::type_proto::Tensor {
-                elem_type: Some(elem),
-                shape: Some(onnx::TensorShapeProto {
-                    dim: dims
-                        .iter()
-                        .map(|d| Dimension {
-                            value: Some(if *d < 0 { D::DimParam("batch".into()) } else { D::DimValue(*d) }),
-                            denotation: None,
-                        })
-                        .collect(),
-                }),
-            })),
-            denotation: None,
-        }),
-        ..Default::default()
-    }
+    tensor_info(name, elem, dims.iter().map(|d| if *d < 0 { dim::named("batch") } else { dim::fixed(*d) }))
 }
 
 fn node(op: &str, name: &str, i: &[&str], o: &[&str]) -> onnx::NodeProto {

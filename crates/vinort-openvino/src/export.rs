@@ -12,21 +12,18 @@ use vinort_ir::{Dim, Error, Model, NodeIndex, Result, ValueId, ValueType};
 
 /// ONNX `TypeProto` for a value type (None when it cannot be expressed).
 pub fn type_proto(t: &ValueType) -> Option<onnx::TypeProto> {
-    use onnx::tensor_shape_proto::{Dimension, dimension::Value as D};
     use onnx::type_proto::Value as V;
+    use vinort_ir::proto::build::dim;
     let value = match t {
         ValueType::Tensor(d, shape) => V::TensorType(onnx::type_proto::Tensor {
             elem_type: Some(d.onnx_code()),
             shape: shape.as_ref().map(|s| onnx::TensorShapeProto {
                 dim: s
                     .iter()
-                    .map(|d| Dimension {
-                        value: match d {
-                            Dim::Fixed(n) => Some(D::DimValue(*n as i64)),
-                            Dim::Symbol(s) => Some(D::DimParam(s.clone())),
-                            Dim::Unknown => None,
-                        },
-                        denotation: None,
+                    .map(|d| match d {
+                        Dim::Fixed(n) => dim::fixed(*n as i64),
+                        Dim::Symbol(s) => dim::named(s),
+                        Dim::Unknown => dim::unknown(),
                     })
                     .collect(),
             }),

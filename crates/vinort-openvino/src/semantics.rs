@@ -256,25 +256,7 @@ pub(crate) mod tests {
         Is(Vec<i64>),
     }
 
-    pub(crate) fn vi(name: &str, elem: i32, dims: &[i64]) -> onnx::ValueInfoProto {
-        use onnx::tensor_shape_proto::{Dimension, dimension::Value as D};
-        onnx::ValueInfoProto {
-            name: Some(name.into()),
-            r#type: Some(onnx::TypeProto {
-                value: Some(onnx::type_proto::Value::TensorType(onnx::type_proto::Tensor {
-                    elem_type: Some(elem),
-                    shape: Some(onnx::TensorShapeProto {
-                        dim: dims
-                            .iter()
-                            .map(|d| Dimension { value: Some(D::DimValue(*d)), denotation: None })
-                            .collect(),
-                    }),
-                })),
-                denotation: None,
-            }),
-            ..Default::default()
-        }
-    }
+    pub(crate) use vinort_ir::proto::build::fixed_tensor_info as vi;
 
     /// The refusal for the single node of `model`.
     fn verdict(model: Model) -> Option<String> {

@@ -28,3 +28,65 @@ pub mod onnx {
 }
 
 pub use prost;
+
+/// Constructors for the messages hand-built models need most (tests, tools, and partition
+/// export), so each user does not spell out the nested `TypeProto` again.
+///
+/// ```
+/// use vinort_proto::build::{dim, tensor_info};
+/// let x = tensor_info("x", 1, [dim::fixed(1), dim::named("batch"), dim::unknown()]);
+/// assert_eq!(x.name.as_deref(), Some("x"));
+/// ```
+pub mod build {
+    use crate::onnx;
+
+    /// Dimensions of a `TensorShapeProto`.
+    pub mod dim {
+        use crate::onnx::tensor_shape_proto::{Dimension, dimension::Value};
+
+        /// A dimension of known size.
+        pub fn fixed(n: i64) -> Dimension {
+            Dimension { value: Some(Value::DimValue(n)), denotation: None }
+        }
+        /// A named dimension (`dim_param`).
+        pub fn named(name: &str) -> Dimension {
+            Dimension { value: Some(Value::DimParam(name.into())), denotation: None }
+        }
+        /// A dimension with neither size nor name.
+        pub fn unknown() -> Dimension {
+            Dimension { value: None, denotation: None }
+        }
+    }
+
+    /// The `TypeProto` of a tensor of ONNX element type `elem_type` with the given dimensions.
+    pub fn tensor_type(
+        elem_type: i32,
+        dims: impl IntoIterator<Item = onnx::tensor_shape_proto::Dimension>,
+    ) -> onnx::TypeProto {
+        onnx::TypeProto {
+            value: Some(onnx::type_proto::Value::TensorType(onnx::type_proto::Tensor {
+                elem_type: Some(elem_type),
+                shape: Some(onnx::TensorShapeProto { dim: dims.into_iter().collect() }),
+            })),
+            denotation: None,
+        }
+    }
+
+    /// A `ValueInfoProto` for a tensor (see [`tensor_type`]).
+    pub fn tensor_info(
+        name: &str,
+        elem_type: i32,
+        dims: impl IntoIterator<Item = onnx::tensor_shape_proto::Dimension>,
+    ) -> onnx::ValueInfoProto {
+        onnx::ValueInfoProto {
+            name: Some(name.into()),
+            r#type: Some(tensor_type(elem_type, dims)),
+            ..Default::default()
+        }
+    }
+
+    /// A `ValueInfoProto` for a tensor whose dimensions are all of known size.
+    pub fn fixed_tensor_info(name: &str, elem_type: i32, dims: &[i64]) -> onnx::ValueInfoProto {
+        tensor_info(name, elem_type, dims.iter().map(|d| dim::fixed(*d)))
+    }
+}

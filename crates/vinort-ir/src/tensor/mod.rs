@@ -30,6 +30,19 @@ pub fn strides_of(shape: &[usize]) -> Shape {
     s
 }
 
+/// The row-major multi-index of flat offset `flat` in `shape` (the inverse of summing index
+/// times [`strides_of`]).
+pub fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for (i, d) in shape.iter().enumerate().rev() {
+        if *d > 0 {
+            idx[i] = flat % d;
+            flat /= d;
+        }
+    }
+    idx
+}
+
 /// Where a tensor's bytes live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {

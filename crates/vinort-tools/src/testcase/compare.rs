@@ -213,17 +213,7 @@ fn trim_exp(s: &str) -> String {
     }
 }
 
-/// Multi-dimensional index of a flat (row-major) index.
-pub(crate) fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
-    let mut idx = vec![0; shape.len()];
-    for (i, d) in shape.iter().enumerate().rev() {
-        if *d > 0 {
-            idx[i] = flat % d;
-            flat /= d;
-        }
-    }
-    idx
-}
+pub(crate) use vinort_ir::tensor::unravel;
 
 fn at(location: &str, kind: MismatchKind) -> Mismatch {
     Mismatch { location: location.to_owned(), kind }

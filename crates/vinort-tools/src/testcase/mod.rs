@@ -255,21 +255,14 @@ fn run_data_set(session: &Session, dir: &Path, random: bool, tol: Tolerance) -> 
     let input_files = numbered_files(dir, "input_").map_err(|e| e.to_string())?;
     let output_files = numbered_files(dir, "output_").map_err(|e| e.to_string())?;
     let (ins, outs) = (session.inputs(), session.outputs());
-    if input_files.len() > ins.len() {
-        return Err(format!(
-            "'{}' has {} input files, but the model has {} input(s)",
-            dir.display(),
-            input_files.len(),
-            ins.len()
-        ));
-    }
-    if output_files.len() > outs.len() {
-        return Err(format!(
-            "'{}' has {} output files, but the model has {} output(s)",
-            dir.display(),
-            output_files.len(),
-            outs.len()
-        ));
+    for (kind, files, declared) in [("input", input_files.len(), ins.len()), ("output", output_files.len(), outs.len())]
+    {
+        if files > declared {
+            return Err(format!(
+                "'{}' has {files} {kind} files, but the model has {declared} {kind}(s)",
+                dir.display()
+            ));
+        }
     }
     let g = &session.model().graph;
     let mut feeds: Vec<(ValueId, String, Value)> = vec![];

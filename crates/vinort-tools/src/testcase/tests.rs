@@ -394,25 +394,7 @@ fn random_ops_are_found_with_their_ranges() {
         attribute: attrs,
         ..Default::default()
     };
-    let vi = |name: &str, elem: i32, dims: &[i64]| {
-        use onnx::tensor_shape_proto::{Dimension, dimension::Value as D};
-        onnx::ValueInfoProto {
-            name: Some(name.into()),
-            r#type: Some(onnx::TypeProto {
-                value: Some(onnx::type_proto::Value::TensorType(onnx::type_proto::Tensor {
-                    elem_type: Some(elem),
-                    shape: Some(onnx::TensorShapeProto {
-                        dim: dims
-                            .iter()
-                            .map(|d| Dimension { value: Some(D::DimValue(*d)), denotation: None })
-                            .collect(),
-                    }),
-                })),
-                denotation: None,
-            }),
-            ..Default::default()
-        }
-    };
+    let vi = vinort_ir::proto::build::fixed_tensor_info;
     let graph = onnx::GraphProto {
         name: Some("g".into()),
         node: vec![

@@ -30,10 +30,9 @@ pub mod swish;
 mod node_tests;
 
 pub(crate) fn register(r: &mut Registry) {
-    sdpa::register(r);
-    linear::register(r);
-    rotary::register(r);
-    swish::register(r);
+    for family in [sdpa::register, linear::register, rotary::register, swish::register] {
+        family(r);
+    }
 }
 
 /// A floating-point element type whose rounding the kernels emulate on f64 values.

@@ -14,10 +14,7 @@ const PREFIXES: &[&str] = &[
     "test_causal_conv_with_state",
 ];
 
-/// Cases known not to pass, with the reason.
-const EXPECTED_FAIL: &[(&str, &str)] = &[];
-
 #[test]
 fn onnx_node_tests() {
-    run_node_cases(Cases::Matching(&prefixed(PREFIXES)), EXPECTED_FAIL, NODE_TOL);
+    run_node_cases(Cases::Matching(&prefixed(PREFIXES)), &[], NODE_TOL);
 }

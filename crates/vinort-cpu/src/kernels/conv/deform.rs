@@ -278,7 +278,8 @@ fn bilinear<T: Float>(y: T, x: T, h: usize, w: usize, scale: T) -> Sample<T> {
     let (y0, x0) = (y.floor(), x.floor());
     let (ly, lx) = (y - y0, x - x0);
     let (hy, hx) = (T::ONE - ly, T::ONE - lx);
-    let (y0, x0) = (y0.to_i64(), x0.to_i64());
+    // `as` saturates and turns NaN into 0, which lands outside or on the border as ONNX wants.
+    let (y0, x0) = (y0.to_f64() as i64, x0.to_f64() as i64);
     let mut s = Sample::default();
     let corners = [
         (y0, x0, hy * hx),

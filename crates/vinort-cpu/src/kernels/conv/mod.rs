@@ -16,6 +16,7 @@ pub(crate) mod im2col;
 pub(crate) mod standard;
 
 pub(crate) fn register(r: &mut Registry) {
-    standard::register(r);
-    deform::register(r);
+    for family in [standard::register, deform::register] {
+        family(r);
+    }
 }

@@ -9,6 +9,7 @@ pub(crate) mod scatter;
 pub(crate) mod unique;
 
 pub(crate) fn register(r: &mut Registry) {
-    unique::register(r);
-    scatter::register(r);
+    for family in [unique::register, scatter::register] {
+        family(r);
+    }
 }

@@ -15,7 +15,8 @@
 
 use vinort_ir::{DType, Error, Result, Tensor};
 
-use crate::kernel::Registry;
+use crate::kernel::{Registry, with_numeric};
+use crate::numeric::Numeric;
 #[cfg(test)]
 use vinort_ir::tensor::strides_of as strides;
 
@@ -27,9 +28,9 @@ pub mod resize;
 mod tests;
 
 pub(crate) fn register(r: &mut Registry) {
-    resize::register(r);
-    grid::register(r);
-    regions::register(r);
+    for family in [resize::register, grid::register, regions::register] {
+        family(r);
+    }
 }
 
 /// Work (in output elements) below which a kernel stays on the calling thread.
@@ -38,46 +39,24 @@ pub(crate) use crate::par::ELEMENTS as PAR_MIN;
 /// The type a Resize pass accumulates in: f32, or f64 for f64 data.
 pub(crate) use crate::kernels::linalg::common::Real as Acc;
 
-/// A numeric tensor's elements converted to `A` (f32 data is copied without conversion).
+/// A numeric tensor's elements converted to `A`.
 pub(crate) fn load_acc<A: Acc>(t: &Tensor) -> Result<Vec<A>> {
-    Ok(match t.dtype() {
-        DType::F32 => t.as_slice::<f32>()?.iter().map(|v| A::from_f64(*v as f64)).collect(),
-        DType::F64 => t.as_slice::<f64>()?.iter().map(|v| A::from_f64(*v)).collect(),
-        _ => t.to_f64_vec()?.into_iter().map(A::from_f64).collect(),
-    })
-}
-
-/// Rounds `v` half to even and clamps it into `lo..=hi` (ONNX's saturating cast to integers).
-fn sat(v: f64, lo: f64, hi: f64) -> f64 {
-    if v.is_nan() { 0.0 } else { v.round_ties_even().clamp(lo, hi) }
+    with_numeric!(t.dtype(), |T| Ok(t.as_slice::<T>()?.iter().map(|v| A::from_f64(v.as_f64())).collect()),
+        other => Err(Error::unsupported(format!("element type {other} is not numeric"))))
 }
 
 /// A tensor of `dtype` made from computed values: floats are rounded, integers rounded half to
-/// even and saturated.
+/// even and saturated (NaN gives 0), as ONNX's casts to integers do.
 pub(crate) fn store_acc<A: Acc>(dtype: DType, shape: &[usize], v: &[A]) -> Result<Tensor> {
-    /// Integers: rounded half to even and saturated to `lo..=hi`, then converted by `cast`.
-    fn ints<T: vinort_ir::Elem, A: Acc>(shape: &[usize], v: &[A], lo: f64, hi: f64, cast: fn(f64) -> T) -> Tensor {
-        Tensor::build::<T>(shape, |o| o.iter_mut().zip(v).for_each(|(o, v)| *o = cast(sat(v.to_f64(), lo, hi))))
-    }
-    Ok(match dtype {
-        DType::F32 => Tensor::build::<f32>(shape, |o| o.iter_mut().zip(v).for_each(|(o, v)| *o = v.to_f64() as f32)),
-        DType::F64 => Tensor::build::<f64>(shape, |o| o.iter_mut().zip(v).for_each(|(o, v)| *o = v.to_f64())),
-        DType::F16 => Tensor::build::<half::f16>(shape, |o| {
-            o.iter_mut().zip(v).for_each(|(o, v)| *o = half::f16::from_f64(v.to_f64()))
-        }),
-        DType::BF16 => Tensor::build::<half::bf16>(shape, |o| {
-            o.iter_mut().zip(v).for_each(|(o, v)| *o = half::bf16::from_f64(v.to_f64()))
-        }),
-        DType::I8 => ints(shape, v, i8::MIN as f64, i8::MAX as f64, |x| x as i8),
-        DType::U8 => ints(shape, v, u8::MIN as f64, u8::MAX as f64, |x| x as u8),
-        DType::I16 => ints(shape, v, i16::MIN as f64, i16::MAX as f64, |x| x as i16),
-        DType::U16 => ints(shape, v, u16::MIN as f64, u16::MAX as f64, |x| x as u16),
-        DType::I32 => ints(shape, v, i32::MIN as f64, i32::MAX as f64, |x| x as i32),
-        DType::U32 => ints(shape, v, u32::MIN as f64, u32::MAX as f64, |x| x as u32),
-        DType::I64 => ints(shape, v, i64::MIN as f64, i64::MAX as f64, |x| x as i64),
-        DType::U64 => ints(shape, v, u64::MIN as f64, u64::MAX as f64, |x| x as u64),
-        other => return Err(Error::unsupported(format!("element type {other} is not numeric"))),
-    })
+    with_numeric!(dtype, |T| {
+        let round = !T::IS_FLOAT;
+        Ok(Tensor::build::<T>(shape, |o| {
+            o.iter_mut().zip(v).for_each(|(o, v)| {
+                let x = v.to_f64();
+                *o = T::from_f64_as(if round { x.round_ties_even() } else { x })
+            })
+        }))
+    }, other => Err(Error::unsupported(format!("element type {other} is not numeric"))))
 }
 
 /// The bytes of one element of `dtype` holding `v` (for fill values), if `dtype` is numeric.

@@ -4,7 +4,7 @@
 //! [NonMaxSuppression](https://onnx.ai/onnx/operators/onnx__NonMaxSuppression.html) (10, 11).
 //! Float arithmetic is done in f64.
 
-use vinort_ir::tensor::{numel, strides_of};
+use vinort_ir::tensor::{numel, strides_of, unravel};
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::{extent, need_float, store_acc};
@@ -112,18 +112,6 @@ impl Kernel for Col2Im {
         shape.extend_from_slice(&img_u);
         Ok(vec![Value::Tensor(store_acc(x.dtype(), &shape, &y)?)])
     }
-}
-
-/// Multi-index of flat offset `i` in `shape`.
-fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
-    let mut idx = vec![0; shape.len()];
-    for d in (0..shape.len()).rev() {
-        if shape[d] > 0 {
-            idx[d] = i % shape[d];
-            i /= shape[d];
-        }
-    }
-    idx
 }
 
 struct CenterCropPad {

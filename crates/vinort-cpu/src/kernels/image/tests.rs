@@ -18,12 +18,9 @@ const PREFIXES: &[&str] = &[
     "test_nonmaxsuppression",
 ];
 
-/// Cases known to fail, with the reason.
-const KNOWN_FAILURES: &[(&str, &str)] = &[];
-
 #[test]
 fn onnx_node_tests() {
-    run_node_cases(Cases::Matching(&prefixed(PREFIXES)), KNOWN_FAILURES, NODE_TOL);
+    run_node_cases(Cases::Matching(&prefixed(PREFIXES)), &[], NODE_TOL);
 }
 
 fn node(op: &str, opset: i64, attrs: Vec<(&str, Attr)>, n_in: usize) -> Node {

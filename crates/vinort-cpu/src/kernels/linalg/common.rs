@@ -7,11 +7,16 @@ use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
 use vinort_ir::{DType, Error, Node, Result, Tensor};
 
+use crate::numeric::Numeric;
+
 pub(crate) use crate::kernels::dense::{GemmElem, View, matmul_into};
 
 /// The types the float kernels compute in: f32 and f64 (sealed through [`GemmElem`], whose
-/// `ZERO` and `ONE` they use). Shared by linalg, conv, pool and norm, so one set of f32/f64
-/// forwarding impls serves them all.
+/// `ZERO` and `ONE` they use). Shared by linalg, conv, pool and norm. Its one impl is the
+/// blanket one below over [`Numeric`] and `num_traits::Float`; the methods are restated here
+/// (rather than making those traits supertraits) so generic code calls `T::from_f64(v)` and
+/// `x.to_f64()` without the `FromPrimitive`/`ToPrimitive` methods of the same names making the
+/// call ambiguous.
 pub(crate) trait Real:
     GemmElem
     + PartialOrd
@@ -25,11 +30,13 @@ pub(crate) trait Real:
     + std::ops::AddAssign
 {
     /// Negative infinity.
-    const NEG_INF: Self;
+    fn neg_inf() -> Self;
     /// From f64 (rounding).
     fn from_f64(v: f64) -> Self;
     /// From a count.
-    fn from_usize(v: usize) -> Self;
+    fn from_usize(v: usize) -> Self {
+        Self::from_f64(v as f64)
+    }
     /// To f64.
     fn to_f64(self) -> f64;
     fn abs(self) -> Self;
@@ -37,48 +44,60 @@ pub(crate) trait Real:
     fn exp(self) -> Self;
     fn ln(self) -> Self;
     fn sqrt(self) -> Self;
+    fn tanh(self) -> Self;
+    fn ln_1p(self) -> Self;
+    fn floor(self) -> Self;
 }
 
-macro_rules! real {
-    ($($t:ty),*) => {$(
-        impl Real for $t {
-            const NEG_INF: Self = <$t>::NEG_INFINITY;
-            #[inline(always)]
-            fn from_f64(v: f64) -> Self {
-                v as $t
-            }
-            #[inline(always)]
-            fn from_usize(v: usize) -> Self {
-                v as $t
-            }
-            #[inline(always)]
-            fn to_f64(self) -> f64 {
-                self as f64
-            }
-            #[inline(always)]
-            fn abs(self) -> Self {
-                <$t>::abs(self)
-            }
-            #[inline(always)]
-            fn powf(self, p: Self) -> Self {
-                <$t>::powf(self, p)
-            }
-            #[inline(always)]
-            fn exp(self) -> Self {
-                <$t>::exp(self)
-            }
-            #[inline(always)]
-            fn ln(self) -> Self {
-                <$t>::ln(self)
-            }
-            #[inline(always)]
-            fn sqrt(self) -> Self {
-                <$t>::sqrt(self)
-            }
-        }
-    )*};
+impl<T> Real for T
+where
+    T: GemmElem + Numeric + num_traits::Float + Default + std::fmt::Debug + std::ops::AddAssign,
+{
+    #[inline(always)]
+    fn neg_inf() -> Self {
+        <T as num_traits::Float>::neg_infinity()
+    }
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        T::from_f64_as(v)
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self.as_f64()
+    }
+    #[inline(always)]
+    fn abs(self) -> Self {
+        <T as num_traits::Float>::abs(self)
+    }
+    #[inline(always)]
+    fn powf(self, p: Self) -> Self {
+        <T as num_traits::Float>::powf(self, p)
+    }
+    #[inline(always)]
+    fn exp(self) -> Self {
+        <T as num_traits::Float>::exp(self)
+    }
+    #[inline(always)]
+    fn ln(self) -> Self {
+        <T as num_traits::Float>::ln(self)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> Self {
+        <T as num_traits::Float>::sqrt(self)
+    }
+    #[inline(always)]
+    fn tanh(self) -> Self {
+        <T as num_traits::Float>::tanh(self)
+    }
+    #[inline(always)]
+    fn ln_1p(self) -> Self {
+        <T as num_traits::Float>::ln_1p(self)
+    }
+    #[inline(always)]
+    fn floor(self) -> Self {
+        <T as num_traits::Float>::floor(self)
+    }
 }
-real!(f32, f64);
 
 /// The tensor in the type the kernels compute in: f16 and bf16 are widened to f32, f32 and
 /// f64 pass through untouched.

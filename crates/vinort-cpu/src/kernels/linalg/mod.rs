@@ -14,7 +14,7 @@ pub(crate) mod matmul;
 mod tests;
 
 pub(crate) fn register(r: &mut Registry) {
-    matmul::register(r);
-    einsum::register(r);
-    det::register(r);
+    for family in [matmul::register, einsum::register, det::register] {
+        family(r);
+    }
 }

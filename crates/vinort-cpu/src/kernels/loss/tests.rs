@@ -24,12 +24,9 @@ const PREFIXES: &[&str] = &[
     "test_tensorscatter",
 ];
 
-/// Cases expected to fail, with the reason.
-const KNOWN_FAILURES: &[(&str, &str)] = &[];
-
 #[test]
 fn onnx_node_tests() {
-    run_node_cases(Cases::Matching(&prefixed(PREFIXES)), KNOWN_FAILURES, NODE_TOL);
+    run_node_cases(Cases::Matching(&prefixed(PREFIXES)), &[], NODE_TOL);
 }
 
 // ---------------------------------------------------------------- naive references

@@ -36,10 +36,9 @@ pub(crate) const ML_DOMAIN: &str = "ai.onnx.ml";
 pub(crate) const ML_MAX_OPSET: i64 = 5;
 
 pub(crate) fn register(r: &mut Registry) {
-    basic::register(r);
-    label_encoder::register(r);
-    tree::register(r);
-    signal::register(r);
+    for family in [basic::register, label_encoder::register, tree::register, signal::register] {
+        family(r);
+    }
 }
 
 /// `x > t`, exact for every type: integers are not rounded through f64 (Binarizer's threshold

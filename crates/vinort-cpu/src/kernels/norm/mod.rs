@@ -13,9 +13,10 @@
 use rayon::prelude::*;
 use vinort_ir::{DType, Elem, Error, Result, Tensor};
 
-use crate::kernel::{NodeInfo, Registry};
+use crate::kernel::{NodeInfo, Registry, with_numeric};
 use crate::kernels::elementwise::broadcast::Broadcast;
 pub(crate) use crate::kernels::linalg::common::{GemmElem, Real};
+use crate::numeric::Numeric;
 use crate::par;
 
 pub mod channel;
@@ -26,10 +27,9 @@ pub(crate) mod testutil;
 pub mod unscaled;
 
 pub(crate) fn register(r: &mut Registry) {
-    softmax::register(r);
-    normalization::register(r);
-    channel::register(r);
-    unscaled::register(r);
+    for family in [softmax::register, normalization::register, channel::register, unscaled::register] {
+        family(r);
+    }
 }
 
 /// A floating-point element type and the type it is computed in.
@@ -70,29 +70,17 @@ impl Float for f64 {
     }
 }
 
-impl Float for half::f16 {
+/// f16 and bf16 compute in f32 and round back once, through the crate's one widen/narrow set.
+impl<H: crate::numeric::HalfSlice> Float for H {
     type R = f32;
     const EXACT: bool = false;
     #[inline(always)]
     fn load(self) -> f32 {
-        self.to_f32()
+        crate::numeric::widen_elem(self)
     }
     #[inline(always)]
     fn store(v: f32) -> Self {
-        half::f16::from_f32(v)
-    }
-}
-
-impl Float for half::bf16 {
-    type R = f32;
-    const EXACT: bool = false;
-    #[inline(always)]
-    fn load(self) -> f32 {
-        self.to_f32()
-    }
-    #[inline(always)]
-    fn store(v: f32) -> Self {
-        half::bf16::from_f32(v)
+        crate::numeric::narrow_elem(v)
     }
 }
 
@@ -115,13 +103,8 @@ pub(crate) fn require_float(info: &NodeInfo<'_>, i: usize) -> Result<()> {
 /// A float tensor's elements converted to the compute type `R`, whatever float type it holds
 /// (the ONNX schemas let scale, bias and statistics differ in type from the data).
 pub(crate) fn load_real<R: Real>(t: &Tensor) -> Result<Vec<R>> {
-    Ok(match t.dtype() {
-        DType::F32 => t.as_slice::<f32>()?.iter().map(|v| R::from_f64(*v as f64)).collect(),
-        DType::F64 => t.as_slice::<f64>()?.iter().map(|v| R::from_f64(*v)).collect(),
-        DType::F16 => t.as_slice::<half::f16>()?.iter().map(|v| R::from_f64(v.to_f64())).collect(),
-        DType::BF16 => t.as_slice::<half::bf16>()?.iter().map(|v| R::from_f64(v.to_f64())).collect(),
-        other => return Err(Error::invalid(format!("expected a float tensor, got {other}"))),
-    })
+    with_numeric!(float t.dtype(), |T| Ok(t.as_slice::<T>()?.iter().map(|v| R::from_f64(v.as_f64())).collect()),
+        other => Err(Error::invalid(format!("expected a float tensor, got {other}"))))
 }
 
 /// Expands `vals` of shape `from` to shape `to` under ONNX's unidirectional (numpy)

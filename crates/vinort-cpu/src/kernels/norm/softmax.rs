@@ -74,7 +74,7 @@ impl Softmax {
 
 /// Normalises one contiguous row.
 fn row<T: Float>(kind: Kind, x: &[T], y: &mut [T]) {
-    let mut m = <T::R as Real>::NEG_INF;
+    let mut m = <T::R as Real>::neg_inf();
     let mut arg = 0usize;
     for (i, v) in x.iter().enumerate() {
         let v = v.load();
@@ -121,7 +121,7 @@ fn row<T: Float>(kind: Kind, x: &[T], y: &mut [T]) {
 /// Normalises a `[n, inner]` block along `n`, a whole row of `inner` lanes at a time so the
 /// loops run over contiguous memory.
 fn strided<T: Float>(kind: Kind, x: &[T], y: &mut [T], inner: usize) {
-    let mut m = vec![<T::R as Real>::NEG_INF; inner];
+    let mut m = vec![<T::R as Real>::neg_inf(); inner];
     let mut arg = vec![0usize; inner];
     for (r, xr) in x.chunks_exact(inner).enumerate() {
         for ((m, a), v) in m.iter_mut().zip(arg.iter_mut()).zip(xr) {

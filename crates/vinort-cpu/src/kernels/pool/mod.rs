@@ -11,6 +11,7 @@ pub(crate) mod pooling;
 pub(crate) mod unpool;
 
 pub(crate) fn register(r: &mut Registry) {
-    pooling::register(r);
-    unpool::register(r);
+    for family in [pooling::register, unpool::register] {
+        family(r);
+    }
 }

@@ -26,10 +26,9 @@ pub mod qmatmul;
 mod tests;
 
 pub(crate) fn register(r: &mut Registry) {
-    qdq::register(r);
-    dynamic::register(r);
-    qmatmul::register(r);
-    qconv::register(r);
+    for family in [qdq::register, dynamic::register, qmatmul::register, qconv::register] {
+        family(r);
+    }
 }
 
 /// The family's old threshold name, kept for `qconv` until it moves to [`crate::par`].

@@ -55,12 +55,9 @@ const CASES: &[&str] = &[
     "test_quantizelinear_uint4",
 ];
 
-/// Cases expected to fail, with the reason.
-const KNOWN_FAILURES: &[(&str, &str)] = &[];
-
 #[test]
 fn onnx_node_cases() {
-    run_node_cases(Cases::Listed(CASES), KNOWN_FAILURES, NODE_TOL);
+    run_node_cases(Cases::Listed(CASES), &[], NODE_TOL);
 }
 
 /// Index of the scale for flat element `i` of `shape`, straight from the spec's definitions.

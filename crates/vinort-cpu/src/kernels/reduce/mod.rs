@@ -15,7 +15,7 @@ pub(crate) mod fold;
 pub mod ops;
 
 pub(crate) fn register(r: &mut Registry) {
-    ops::register(r);
-    arg::register(r);
-    cumprod::register(r);
+    for family in [ops::register, arg::register, cumprod::register] {
+        family(r);
+    }
 }

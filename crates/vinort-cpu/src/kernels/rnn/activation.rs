@@ -78,8 +78,8 @@ impl Activation {
     #[inline]
     pub fn eval<T: Float>(&self, x: T) -> T {
         let (zero, one) = (T::ZERO, T::ONE);
-        let alpha = T::from_f32(self.alpha);
-        let beta = T::from_f32(self.beta);
+        let alpha = T::from_f64(self.alpha as f64);
+        let beta = T::from_f64(self.beta as f64);
         match self.kind {
             Kind::Relu => {
                 if x > zero {

@@ -261,21 +261,15 @@ impl Recurrent {
             )));
         }
         let gh = self.cell.gates() * hidden;
-        if w.shape() != [dirs, gh, input] {
-            return Err(Error::invalid(format!(
-                "{op} input W has shape {:?}; expected [num_directions, {} * hidden_size, input_size] = {:?}",
-                w.shape(),
-                self.cell.gates(),
-                [dirs, gh, input]
-            )));
-        }
-        if r.shape() != [dirs, gh, hidden] {
-            return Err(Error::invalid(format!(
-                "{op} input R has shape {:?}; expected [num_directions, {} * hidden_size, hidden_size] = {:?}",
-                r.shape(),
-                self.cell.gates(),
-                [dirs, gh, hidden]
-            )));
+        let gates = self.cell.gates();
+        for (name, t, last, last_name) in [("W", w, input, "input_size"), ("R", r, hidden, "hidden_size")] {
+            if t.shape() != [dirs, gh, last] {
+                return Err(Error::invalid(format!(
+                    "{op} input {name} has shape {:?}; expected [num_directions, {gates} * hidden_size, {last_name}] = {:?}",
+                    t.shape(),
+                    [dirs, gh, last]
+                )));
+            }
         }
         Ok(Dims { seq, batch, input, hidden, dirs })
     }
@@ -426,7 +420,7 @@ impl Recurrent {
 
     /// Bounds a pre-activation to `[-clip, clip]` (identity without `clip`).
     fn clip_fn<T: Float>(&self) -> impl Fn(T) -> T + use<T> {
-        let c = self.clip.map(T::from_f32);
+        let c = self.clip.map(|c| T::from_f64(c as f64));
         move |v: T| match c {
             Some(c) if v > c => c,
             Some(c) if v < -c => -c,

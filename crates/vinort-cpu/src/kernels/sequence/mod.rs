@@ -20,9 +20,9 @@ mod seq;
 mod tests;
 
 pub(crate) fn register(r: &mut Registry) {
-    looping::register(r);
-    seq::register(r);
-    optional::register(r);
+    for family in [looping::register, seq::register, optional::register] {
+        family(r);
+    }
 }
 
 /// Wraps a closure over the inputs as a kernel (the signature pins the closure's lifetimes).

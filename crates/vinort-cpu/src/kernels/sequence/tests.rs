@@ -134,9 +134,6 @@ fn optional_ops_follow_the_spec() {
 
 // ---------------------------------------------------------------- ONNX node cases
 
-/// Cases expected to fail, with the reason.
-const KNOWN_FAILURES: &[(&str, &str)] = &[];
-
 #[test]
 fn onnx_node_cases() {
     let pick = |n: &str| {
@@ -145,5 +142,5 @@ fn onnx_node_cases() {
             .any(|k| n.contains(k))
             && !n.contains("reversesequence")
     };
-    run_node_cases(Cases::Matching(&pick), KNOWN_FAILURES, NODE_TOL);
+    run_node_cases(Cases::Matching(&pick), &[], NODE_TOL);
 }

@@ -28,12 +28,16 @@ mod transpose;
 mod tests;
 
 pub(crate) fn register(r: &mut Registry) {
-    reshape::register(r);
-    transpose::register(r);
-    slice::register(r);
-    gather::register(r);
-    generate::register(r);
-    numeric::register(r);
+    for family in [
+        reshape::register,
+        transpose::register,
+        slice::register,
+        gather::register,
+        generate::register,
+        numeric::register,
+    ] {
+        family(r);
+    }
 }
 
 /// Wraps a closure over the inputs as a kernel (the signature pins the closure's lifetimes).
