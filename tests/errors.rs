@@ -194,6 +194,47 @@ fn wrong_inputs_are_clear_errors() {
     assert!(s.run([("x", good())]).is_ok());
 }
 
+/// A `dim_param` shared between dims is a hint, as in ONNX Runtime: exporters name unrelated
+/// dims `?` (a PaddleOCR classifier declares `?` twice and is fed 48 and 192), so dims sharing
+/// a name may be fed different sizes.
+#[test]
+fn repeated_dim_params_are_hints_not_errors() {
+    use onnx::tensor_shape_proto::{Dimension, dimension::Value as D};
+    let input = |name: &str, dims: &[Option<i64>]| onnx::ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(onnx::TypeProto {
+            value: Some(onnx::type_proto::Value::TensorType(onnx::type_proto::Tensor {
+                elem_type: Some(1),
+                shape: Some(onnx::TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|d| Dimension {
+                            value: Some(d.map_or_else(|| D::DimParam("?".into()), D::DimValue)),
+                            denotation: None,
+                        })
+                        .collect(),
+                }),
+            })),
+            denotation: None,
+        }),
+        ..Default::default()
+    };
+    // x: [?, 3, ?] is fed [2, 3, 5]; b: [?, 5] is fed [1, 5] and broadcasts.
+    let g = onnx::GraphProto {
+        name: Some("g".into()),
+        node: vec![node("Add", "add", &["x", "b"], &["y"])],
+        input: vec![input("x", &[None, Some(3), None]), input("b", &[None, Some(5)])],
+        output: vec![onnx::ValueInfoProto { name: Some("y".into()), ..Default::default() }],
+        ..Default::default()
+    };
+    let s = Runtime::from_bytes(encode(&model(g, 17))).unwrap().providers([Cpu::default().into()]).build().unwrap();
+    let x = Tensor::from_vec(&[2, 3, 5], (0..30).map(|v| v as f32).collect()).unwrap();
+    let b = Tensor::from_vec(&[1, 5], vec![100f32; 5]).unwrap();
+    let out = s.run([("x", x), ("b", b)]).unwrap_or_else(|e| panic!("dims named '?' must not have to agree: {e}"));
+    let want = Tensor::from_vec(&[2, 3, 5], (0..30).map(|v| v as f32 + 100.0).collect()).unwrap();
+    assert_close("y", &out[0], &want, 0.0, 0.0);
+}
+
 /// Each kind of failure is its own variant, so a caller can react to it without parsing text.
 #[test]
 fn error_kinds_can_be_told_apart() {
