@@ -29,6 +29,7 @@ mod compare;
 mod read;
 #[cfg(test)]
 mod tests;
+mod tolerance;
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -40,6 +41,7 @@ pub use compare::{
     ElementMismatch, Mismatch, MismatchKind, RangeMismatch, Tolerance, compare, compare_shape_and_dtype,
 };
 pub use read::{CaseError, read_tensor, read_tensors, read_value};
+pub use tolerance::{TOLERANCE_FILE, read_tolerance};
 
 use vinort::{Error, Provider, Runtime, Session};
 
