@@ -21,6 +21,7 @@ pub mod reduce;
 pub mod rnn;
 pub mod sequence;
 pub mod shape;
+pub mod signal;
 pub(crate) mod support;
 pub mod text;
 pub mod training;
@@ -48,5 +49,6 @@ pub fn registry() -> Registry {
     text::register(&mut r);
     ml::register(&mut r);
     rnn::register(&mut r);
+    signal::register(&mut r);
     r
 }
