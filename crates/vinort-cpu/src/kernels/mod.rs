@@ -17,6 +17,7 @@ pub mod ml;
 pub mod norm;
 pub mod pool;
 pub mod quant;
+pub mod random;
 pub mod reduce;
 pub mod rnn;
 pub mod sequence;
@@ -50,5 +51,6 @@ pub fn registry() -> Registry {
     ml::register(&mut r);
     rnn::register(&mut r);
     signal::register(&mut r);
+    random::register(&mut r);
     r
 }

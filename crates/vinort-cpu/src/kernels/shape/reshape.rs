@@ -8,7 +8,8 @@
 //! [Size](https://onnx.ai/onnx/operators/onnx__Size.html) 1–,
 //! [Constant](https://onnx.ai/onnx/operators/onnx__Constant.html) 1–,
 //! [ConstantOfShape](https://onnx.ai/onnx/operators/onnx__ConstantOfShape.html) 9–,
-//! [Dropout](https://onnx.ai/onnx/operators/onnx__Dropout.html) 1– (inference only),
+//! [Dropout](https://onnx.ai/onnx/operators/onnx__Dropout.html) 1– (training mode, opset 12 on,
+//! draws its mask in `kernels::random::dropout`),
 //! [Expand](https://onnx.ai/onnx/operators/onnx__Expand.html) 8–,
 //! [Tile](https://onnx.ai/onnx/operators/onnx__Tile.html) 6–.
 //!
@@ -20,6 +21,7 @@ use vinort_ir::{Error, Result, Tensor, Value};
 use super::copy::{Step, Strided, broadcast_scalar, dense_strides, run_plan};
 use super::{kernel, norm_axes, scalar_of, to_dim};
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernels::random::{self, Seed};
 
 pub(super) fn register(r: &mut Registry) {
     r.add("", "Reshape", 1..=4, reshape_v1);
@@ -203,6 +205,11 @@ fn dropout(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         // Before opset 7 the default was training; runtimes run these models for inference.
         tracing::debug!(node = %n.name, "Dropout with is_test=0 run as inference");
     }
+    // Opset 12 made training a run-time input; a `seed` makes its mask the same on every run.
+    let seed = match n.attr::<i64>("seed")? {
+        Some(s) => Seed::fixed(s as u64),
+        None => Seed::fresh(),
+    };
     Ok(kernel(move |inputs| {
         let x = tensor_in(inputs, 0)?;
         if opset >= 12
@@ -214,9 +221,8 @@ fn dropout(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
                 None => 0.5,
             };
             if ratio != 0.0 {
-                return Err(Error::unsupported(
-                    "Dropout in training mode (random masks) is not run by the Cpu provider",
-                ));
+                let (y, mask) = random::dropout::train(x, ratio, seed)?;
+                return Ok(if want_mask { vec![y.into(), mask.into()] } else { vec![y.into()] });
             }
         }
         let mut out: Vec<Value> = vec![x.clone().into()];
