@@ -1,0 +1,486 @@
+#!/usr/bin/env python3
+"""Write vinort's corpus of real-world model forms as test-case folders.
+
+    gen_corpus.py OUT_DIR
+
+Real models reach vinort in forms made by the tools users use, not as the plain float graphs
+of models/generate.py and models/generate_bench.py: quantized by onnxruntime.quantization, converted to float16, exported
+with model-local functions, declaring repeated `?` dims, overriding initializers. This builds
+each form from the repository's generated networks (builders imported from models/, never
+copied) and writes one folder per case:
+
+    OUT_DIR/<case>/model.onnx
+    OUT_DIR/<case>/test_data_set_<N>/{input,output}_<K>.pb   (TensorProtos named after the values)
+    OUT_DIR/<case>/tolerance.txt                               (read by vinort_tools::testcase)
+    OUT_DIR/.complete                                          (written last)
+
+Reference outputs come from onnxruntime's CPU execution provider with graph optimizations off
+and one thread (models/generate.py's `reference_outputs`), never from vinort. Weights, inputs
+and calibration data come from fixed seeds, so the output is reproducible.
+
+Tolerances (|got - want| <= atol + rtol * |want|):
+
+  - float32 forms: rtol 1e-3, atol 1e-4 (summation order differs between runtimes);
+  - float16 forms: rtol 1e-2, atol 2e-2 (fp16 keeps ~3 decimal digits and its rounding
+    compounds through the layers);
+  - static QDQ int8 forms: atol = QDQ_STEPS (3) quantization steps of the output's scale (the
+    scale of the DequantizeLinear producing the output), rtol 0. Every quantized activation is
+    rounded to an integer; a runtime that fuses the scales differently (real int8 kernels
+    instead of dequantize-compute-quantize) lands on the other side of some rounding ties, and
+    each flip feeds the next layer. Measured on mobilenetv2_qdq_per_channel_u8s8 against this
+    reference: ONNX Runtime's own fused kernels (QLinearConv, ORT_ENABLE_ALL) differ by up to
+    2 steps (346 of 1000 logits by one, 4 by two), native OpenVINO 2026.4.1 by up to 2 (408
+    and 6); the 64x64 CNNs by at most 1. Three steps keep one step of margin over that, while
+    a real error (a wrong zero point, per-channel axis or rounding rule) moves most outputs by
+    many steps;
+  - dynamic int8 forms: the output is float (MatMulInteger/ConvInteger results rescaled), so
+    there is no output step. DynamicQuantizeLinear picks its scale from the data at run time;
+    a tie flipped in it moves one int8 activation by one step, which shifts a dot product by
+    at most that step times the weight's magnitude. rtol 1e-2 and atol 2e-2 cover a few such
+    flips after LayerNormalization/LogSoftmax renormalize; a wrong rounding rule (half away
+    from zero instead of half to even) breaks it on many elements at once.
+
+`.complete` and the reuse rule are those of scripts/gen_onnx_suites.py (it holds the shared
+helpers): the stamp covers this file, that one, models/generate.py, models/generate_bench.py
+and the package versions.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts"))
+sys.path.insert(0, str(REPO / "models"))
+
+import gen_onnx_suites as common  # noqa: E402
+
+SEED = 20251124
+FP32 = (1e-3, 1e-4)
+FP16 = (1e-2, 2e-2)
+DYNAMIC_INT8 = (1e-2, 2e-2)
+QDQ_STEPS = 3
+OPSET = 17
+
+
+def rng(name: str):
+    """One generator per case, so a case's data does not depend on the others."""
+    import zlib
+
+    import numpy as np
+
+    return np.random.default_rng([SEED, zlib.crc32(name.encode())])
+
+
+# ---------------------------------------------------------------------------------------------
+# base networks
+# ---------------------------------------------------------------------------------------------
+
+
+def base_cnn():
+    """models/generate.py's mobilenetv2_tiny and its input."""
+    import generate
+
+    import numpy as np
+
+    model, feeds = generate.build_mobilenetv2_tiny(np.random.default_rng(generate.SEED))
+    return model, feeds
+
+
+def base_bert():
+    """models/generate.py's bert_tiny and its inputs. Its builder draws after the CNN's in
+    generate.py's main, so the same generator is advanced the same way."""
+    import generate
+
+    import numpy as np
+
+    r = np.random.default_rng(generate.SEED)
+    generate.build_mobilenetv2_tiny(r)
+    return generate.build_bert_tiny(r)
+
+
+def base_mobilenetv2():
+    """models/generate_bench.py's MobileNetV2 1.0 at 224x224 (BN folded, logits out): the
+    network of the QDQ model in issue 11's first row, about 14 MB in float."""
+    import generate_bench
+
+    return generate_bench.build_mobilenetv2(generate_bench.model_rng("mobilenetv2"))
+
+
+# ---------------------------------------------------------------------------------------------
+# forms
+# ---------------------------------------------------------------------------------------------
+
+
+class RandomReader:
+    """onnxruntime.quantization's calibration reader interface over seeded random inputs."""
+
+    def __init__(self, model, r, count: int = 8):
+        import numpy as np
+        from onnx import TensorProto
+
+        self.batches = []
+        for _ in range(count):
+            feed = {}
+            for vi in model.graph.input:
+                tt = vi.type.tensor_type
+                shape = [d.dim_value for d in tt.shape.dim]
+                if tt.elem_type != TensorProto.FLOAT:
+                    raise SystemExit(f"calibration data for {vi.name}: only float inputs are drawn")
+                feed[vi.name] = r.standard_normal(shape).astype(np.float32)
+            self.batches.append(feed)
+        self.it = iter(self.batches)
+
+    def get_next(self):
+        return next(self.it, None)
+
+
+def pre_process(src: Path, dst: Path) -> None:
+    """onnxruntime.quantization's recommended first step (`python -m
+    onnxruntime.quantization.preprocess`): ONNX shape inference and ORT's basic graph
+    optimizations, which fold BatchNormalization into Conv and add ORT's usual opset imports.
+    Symbolic shape inference is skipped: these models have static shapes."""
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    quant_pre_process(str(src), str(dst), skip_symbolic_shape=True)
+
+
+def quantize_static_qdq(model, name: str, per_channel: bool, activation_type):
+    import onnx
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, pre, dst = Path(tmp, "float.onnx"), Path(tmp, "pre.onnx"), Path(tmp, "qdq.onnx")
+        onnx.save(model, str(src))
+        pre_process(src, pre)
+        quantize_static(
+            str(pre), str(dst), RandomReader(model, rng(name)),
+            quant_format=QuantFormat.QDQ, per_channel=per_channel,
+            activation_type=activation_type, weight_type=QuantType.QInt8,
+        )
+        return onnx.load(str(dst))
+
+
+def quantize_dynamic_int8(model, extra_options=None):
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, pre, dst = Path(tmp, "float.onnx"), Path(tmp, "pre.onnx"), Path(tmp, "dynamic.onnx")
+        onnx.save(model, str(src))
+        pre_process(src, pre)
+        quantize_dynamic(str(pre), str(dst), weight_type=QuantType.QInt8, extra_options=extra_options or {})
+        return onnx.load(str(dst))
+
+
+def to_float16(model):
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    # keep_io_types: users keep float32 inputs and outputs (Cast at the edges), as the
+    # converter's docs recommend for serving.
+    return convert_float_to_float16(model, keep_io_types=True)
+
+
+def output_step_tolerance(model):
+    """(rtol, atol) for a QDQ model: QDQ_STEPS steps of the largest scale among the
+    DequantizeLinear nodes that produce graph outputs (see the module doc)."""
+    from onnx import numpy_helper
+
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    outs = {o.name for o in model.graph.output}
+    steps = [
+        float(inits[n.input[1]].max())
+        for n in model.graph.node
+        if n.op_type == "DequantizeLinear" and n.output[0] in outs and n.input[1] in inits
+    ]
+    if not steps:
+        raise SystemExit("a QDQ model whose outputs are not dequantized: no output step to tolerate")
+    # Rounded up a hair so a difference of exactly QDQ_STEPS steps passes despite float noise.
+    return 0.0, QDQ_STEPS * max(steps) * (1 + 1e-6)
+
+
+def crnn(name: str):
+    """A CRNN text recognizer as OCR wheels ship it: Conv/Relu/MaxPool feature extractor over a
+    1x1x32x100 line image, height pooled away, a bidirectional LSTM over the 25 columns
+    (seq-major, as exported from PyTorch), then a Gemm classifier per time step with LogSoftmax
+    (CTC head). Output: [25, 1, 37] log-probabilities."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    r = rng(name)
+    hidden, classes, cin = 32, 37, 32
+    t = {}
+
+    def w(key, shape, std):
+        t[key] = numpy_helper.from_array((r.standard_normal(shape) * std).astype(np.float32), key)
+        return key
+
+    def i64(key, values):
+        t[key] = numpy_helper.from_array(np.asarray(values, dtype=np.int64), key)
+        return key
+
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["image", w("c1.w", (16, 1, 3, 3), 0.4), w("c1.b", (16,), 0.1)], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        n("Relu", ["c1"], ["r1"], name="relu1"),
+        n("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),  # 16x16x50
+        n("Conv", ["p1", w("c2.w", (cin, 16, 3, 3), 0.15), w("c2.b", (cin,), 0.1)], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+        n("Relu", ["c2"], ["r2"], name="relu2"),
+        n("MaxPool", ["r2"], ["p2"], name="pool2", kernel_shape=[16, 2], strides=[16, 2]),  # 32x1x25
+        n("Squeeze", ["p2", i64("squeeze_h", [2])], ["feat"], name="squeeze_height"),  # [1,32,25]
+        n("Transpose", ["feat"], ["seq"], name="to_seq_major", perm=[2, 0, 1]),  # [25,1,32]
+        n("LSTM", ["seq", w("lstm.W", (2, 4 * hidden, cin), 0.2), w("lstm.R", (2, 4 * hidden, hidden), 0.2),
+                   w("lstm.B", (2, 8 * hidden), 0.1)],
+          ["lstm_y", "lstm_h", "lstm_c"], name="bilstm", direction="bidirectional", hidden_size=hidden),
+        n("Transpose", ["lstm_y"], ["y_t"], name="merge_dirs_transpose", perm=[0, 2, 1, 3]),  # [25,1,2,32]
+        n("Reshape", ["y_t", i64("flat_shape", [-1, 2 * hidden])], ["y2"], name="flatten_steps"),  # [25,64]
+        n("Gemm", ["y2", w("fc.w", (classes, 2 * hidden), 0.2), w("fc.b", (classes,), 0.1)], ["logits2"],
+          name="classifier", transB=1),
+        n("Reshape", ["logits2", i64("out_shape", [25, 1, classes])], ["logits"], name="unflatten_steps"),
+        n("LogSoftmax", ["logits"], ["log_probs"], name="ctc_log_softmax", axis=2),
+    ]
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 1, 32, 100])],
+        [helper.make_tensor_value_info("log_probs", TensorProto.FLOAT, [25, 1, classes])],
+        initializer=list(t.values()),
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=8,
+                              producer_name="vinort scripts/gen_corpus.py")
+    onnx.checker.check_model(model, full_check=True)
+    return model, {"image": r.random((1, 1, 32, 100)).astype(np.float32)}
+
+
+def local_functions(name: str):
+    """Model-local functions as exporters write them (torch.onnx's dynamo exporter,
+    onnxscript): two functions of domain `vinort.fn` with their own opset imports; `Block`
+    calls `ScaledAct` (a function calling a function), passes its attribute down by reference
+    (`ref_attr_name`), and `ScaledAct`'s `alpha` has a default the second call relies on."""
+    import numpy as np
+    import onnx
+    from onnx import AttributeProto, TensorProto, helper, numpy_helper
+
+    r = rng(name)
+    fn_domain = "vinort.fn"
+    opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid(fn_domain, 1)]
+
+    # ScaledAct(x; alpha=0.2, beta) = LeakyRelu(x, alpha) * beta
+    def ref(name: str, refers_to: str) -> AttributeProto:
+        """A float attribute taking the calling node's attribute `refers_to`."""
+        return AttributeProto(name=name, ref_attr_name=refers_to, type=AttributeProto.FLOAT)
+
+    leaky = helper.make_node("LeakyRelu", ["x"], ["a"])
+    leaky.attribute.append(ref("alpha", "alpha"))
+    beta = helper.make_node("Constant", [], ["b"])
+    beta.attribute.append(ref("value_float", "beta"))
+    scaled_act = helper.make_function(
+        fn_domain, "ScaledAct", ["x"], ["y"],
+        [leaky, beta, helper.make_node("Mul", ["a", "b"], ["y"])],
+        [helper.make_opsetid("", OPSET)],
+        attributes=["beta"],
+    )
+    scaled_act.attribute_proto.append(helper.make_attribute("alpha", 0.2))
+
+    # Block(x, w, bias; slope) = ScaledAct(MatMul(x, w) + bias; alpha=slope, beta=2.0)
+    act = helper.make_node("ScaledAct", ["h"], ["y"], domain=fn_domain, beta=2.0)
+    act.attribute.append(ref("alpha", "slope"))
+    block = helper.make_function(
+        fn_domain, "Block", ["x", "w", "bias"], ["y"],
+        [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "bias"], ["h"]), act],
+        opsets, attributes=["slope"],
+    )
+
+    inits = [
+        numpy_helper.from_array((r.standard_normal((16, 16)) / 4).astype(np.float32), "w1"),
+        numpy_helper.from_array((r.standard_normal(16) / 10).astype(np.float32), "b1"),
+        numpy_helper.from_array((r.standard_normal((16, 8)) / 4).astype(np.float32), "w2"),
+        numpy_helper.from_array((r.standard_normal(8) / 10).astype(np.float32), "b2"),
+    ]
+    nodes = [
+        helper.make_node("Block", ["x", "w1", "b1"], ["h1"], name="block1", domain=fn_domain, slope=0.1),
+        helper.make_node("Block", ["h1", "w2", "b2"], ["h2"], name="block2", domain=fn_domain, slope=0.3),
+        # Called directly too, leaving alpha at the function's default.
+        helper.make_node("ScaledAct", ["h2"], ["y"], name="act_default", domain=fn_domain, beta=0.5),
+    ]
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])],
+        initializer=inits,
+    )
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=10, functions=[scaled_act, block],
+                              producer_name="vinort scripts/gen_corpus.py")
+    onnx.checker.check_model(model, full_check=True)
+    return model, [{"x": r.standard_normal((4, 16)).astype(np.float32)}]
+
+
+def repeated_unknown_dims(name: str):
+    """An image classifier whose input declares [1, 3, '?', '?'] (PaddleOCR's text-direction
+    classifier does): both dims are named '?', yet they differ at run time (48 x 192), which
+    ONNX Runtime accepts. A second data set uses another size (32 x 100)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    r = rng(name)
+    inits = [
+        numpy_helper.from_array((r.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32), "cw"),
+        numpy_helper.from_array((r.standard_normal(8) * 0.1).astype(np.float32), "cb"),
+        numpy_helper.from_array((r.standard_normal((2, 8)) * 0.5).astype(np.float32), "fw"),
+        numpy_helper.from_array((r.standard_normal(2) * 0.1).astype(np.float32), "fb"),
+    ]
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "cw", "cb"], ["c"], name="conv", pads=[1, 1, 1, 1], strides=[2, 2]),
+        n("Relu", ["c"], ["r"], name="relu"),
+        n("GlobalAveragePool", ["r"], ["g"], name="gap"),
+        n("Flatten", ["g"], ["f"], name="flatten"),
+        n("Gemm", ["f", "fw", "fb"], ["logits"], name="fc", transB=1),
+        n("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "?", "?"])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, 2])],
+        initializer=inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=8,
+                              producer_name="vinort scripts/gen_corpus.py")
+    onnx.checker.check_model(model, full_check=True)
+    feeds = [{"x": r.standard_normal((1, 3, h, w)).astype(np.float32)} for h, w in ((48, 192), (32, 100))]
+    return model, feeds
+
+
+def overridable_initializer(name: str):
+    """IR >= 4: a graph input that also has an initializer is a default the caller may
+    override. Data set 0 feeds only `x` (the initializer is used); data set 1 feeds `bias` too
+    (the fed value replaces it). `bias` is the last input, so input_K.pb numbering is the same
+    whether or not a runtime lists overridable inputs."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    r = rng(name)
+    w = (r.standard_normal((6, 4)) / 3).astype(np.float32)
+    default_bias = np.linspace(-1, 1, 4, dtype=np.float32)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["m"], name="matmul"),
+        helper.make_node("Add", ["m", "bias"], ["y"], name="add_bias"),
+    ]
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]),
+         helper.make_tensor_value_info("bias", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        initializer=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(default_bias, "bias")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=8,
+                              producer_name="vinort scripts/gen_corpus.py")
+    onnx.checker.check_model(model, full_check=True)
+    x = r.standard_normal((2, 6)).astype(np.float32)
+    return model, [{"x": x}, {"x": x, "bias": np.array([10, 20, 30, 40], dtype=np.float32)}]
+
+
+def build_cases():
+    """(name, model, [feeds per data set], (rtol, atol)) of every corpus case."""
+    from onnxruntime.quantization import QuantType
+
+    cnn, cnn_feeds = base_cnn()
+    bert, bert_feeds = base_bert()
+    crnn_model, crnn_feeds = crnn("crnn_bilstm")
+    cases = [
+        ("cnn_fp32", cnn, [cnn_feeds], FP32),
+        ("bert_fp32", bert, [bert_feeds], FP32),
+        ("crnn_bilstm", crnn_model, [crnn_feeds], FP32),
+    ]
+    qdq = quantize_static_qdq(cnn, "cnn_qdq_per_channel_u8s8", True, QuantType.QUInt8)
+    cases.append(("cnn_qdq_per_channel_u8s8", qdq, [cnn_feeds], output_step_tolerance(qdq)))
+    qdq = quantize_static_qdq(cnn, "cnn_qdq_per_tensor_s8s8", False, QuantType.QInt8)
+    cases.append(("cnn_qdq_per_tensor_s8s8", qdq, [cnn_feeds], output_step_tolerance(qdq)))
+    mnv2, mnv2_feeds = base_mobilenetv2()
+    qdq = quantize_static_qdq(mnv2, "mobilenetv2_qdq_per_channel_u8s8", True, QuantType.QUInt8)
+    cases.append(("mobilenetv2_qdq_per_channel_u8s8", qdq, [mnv2_feeds], output_step_tolerance(qdq)))
+    # MatMulConstBOnly (quantize_dynamic's default, spelled out): only MatMuls with a constant
+    # B become MatMulInteger; attention's activation x activation products stay float.
+    cases.append(("bert_dynamic_int8", quantize_dynamic_int8(bert, {"MatMulConstBOnly": True}), [bert_feeds],
+                  DYNAMIC_INT8))
+    # Conv -> ConvInteger, LSTM -> com.microsoft DynamicQuantizeLSTM, Gemm stays float.
+    cases.append(("crnn_bilstm_dynamic_int8", quantize_dynamic_int8(crnn_model), [crnn_feeds], DYNAMIC_INT8))
+    cases.append(("cnn_fp16", to_float16(cnn), [cnn_feeds], FP16))
+    cases.append(("bert_fp16", to_float16(bert), [bert_feeds], FP16))
+    m, feeds = local_functions("local_functions")
+    cases.append(("local_functions", m, feeds, FP32))
+    m, feeds = repeated_unknown_dims("repeated_unknown_dims")
+    cases.append(("repeated_unknown_dims", m, feeds, FP32))
+    m, feeds = overridable_initializer("overridable_initializer")
+    cases.append(("overridable_initializer", m, feeds, FP32))
+    return cases
+
+
+def reference_outputs(model, feeds):
+    """onnxruntime CPU EP, optimizations off, one thread (models/generate.py's settings)."""
+    import generate
+
+    return generate.reference_outputs(model, feeds)
+
+
+def write_case(out: Path, name: str, model, data_sets, tol) -> None:
+    import numpy as np
+    from onnx import numpy_helper
+
+    case = out / name
+    case.mkdir()
+    (case / "model.onnx").write_bytes(model.SerializeToString(deterministic=True))
+    common.write_tolerance(case, *tol)
+    for n, feeds in enumerate(data_sets):
+        ds = case / f"test_data_set_{n}"
+        ds.mkdir()
+        # input_K follows graph.input order; an input left out of `feeds` ends the list.
+        for k, vi in enumerate(model.graph.input):
+            if vi.name not in feeds:
+                break
+            (ds / f"input_{k}.pb").write_bytes(numpy_helper.from_array(feeds[vi.name], vi.name).SerializeToString())
+        for k, (vi, value) in enumerate(zip(model.graph.output, reference_outputs(model, feeds))):
+            if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+                raise SystemExit(f"{name}: output {vi.name} is not finite")
+            (ds / f"output_{k}.pb").write_bytes(numpy_helper.from_array(value, vi.name).SerializeToString())
+
+
+def fill(tmp: Path) -> int:
+    import logging
+
+    import onnxruntime
+
+    # The quantizer's advice and ORT's graph warnings (an initializer that is also an input is
+    # the point of one case) are noise here.
+    logging.getLogger().setLevel(logging.ERROR)
+    onnxruntime.set_default_logger_severity(3)
+    cases = build_cases()
+    for name, model, data_sets, tol in cases:
+        write_case(tmp, name, model, data_sets, tol)
+        common.log(f"{name}: {len(model.graph.node)} nodes, rtol {tol[0]:g}, atol {tol[1]:g}")
+    return len(cases)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    out = Path(argv[0])
+    sources = [Path(__file__).resolve(), Path(common.__file__).resolve()]
+    sources += [REPO / "models" / m for m in ("generate.py", "generate_bench.py")]
+    if not common.is_complete(out.resolve(), sources):
+        common.log(f"writing the corpus of model forms to {out}")
+    # Case folders are all this generator writes; `allowed` is checked against the old folder.
+    allowed = set()
+    if out.is_dir():
+        allowed = {p.name for p in out.iterdir() if (p / "model.onnx").is_file()}
+    common.write_atomically(out, sources, allowed, fill)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
