@@ -421,16 +421,6 @@ fn disable_dynamic_shapes_compiles_per_shape_with_a_bounded_cache() {
     }
 }
 
-fn ints_attr(name: &str, v: &[i64]) -> vinort::ir::proto::onnx::AttributeProto {
-    use vinort::ir::proto::onnx;
-    onnx::AttributeProto {
-        name: Some(name.into()),
-        r#type: Some(onnx::attribute_proto::AttributeType::Ints as i32),
-        ints: v.to_vec(),
-        ..Default::default()
-    }
-}
-
 /// Conv -> Relu -> MaxPool (values and indices) -> MaxUnpool -> Conv -> Relu on 1x4x8x8.
 fn conv_pool_unpool_conv() -> Vec<u8> {
     use vinort::ir::proto::onnx;
@@ -440,13 +430,19 @@ fn conv_pool_unpool_conv() -> Vec<u8> {
     };
     let conv = |name: &str, x: &str, w: &str, y: &str| {
         let mut n = node("Conv", name, &[x, w], &[y]);
-        n.attribute.push(ints_attr("pads", &[1, 1, 1, 1]));
+        n.attribute.push(vinort::ir::proto::build::attr::ints("pads", &[1, 1, 1, 1]));
         n
     };
     let mut pool = node("MaxPool", "pool", &["r1"], &["p", "idx"]);
-    pool.attribute.extend([ints_attr("kernel_shape", &[2, 2]), ints_attr("strides", &[2, 2])]);
+    pool.attribute.extend([
+        vinort::ir::proto::build::attr::ints("kernel_shape", &[2, 2]),
+        vinort::ir::proto::build::attr::ints("strides", &[2, 2]),
+    ]);
     let mut unpool = node("MaxUnpool", "unpool", &["p", "idx"], &["u"]);
-    unpool.attribute.extend([ints_attr("kernel_shape", &[2, 2]), ints_attr("strides", &[2, 2])]);
+    unpool.attribute.extend([
+        vinort::ir::proto::build::attr::ints("kernel_shape", &[2, 2]),
+        vinort::ir::proto::build::attr::ints("strides", &[2, 2]),
+    ]);
     let g = onnx::GraphProto {
         name: Some("unpool".into()),
         node: vec![

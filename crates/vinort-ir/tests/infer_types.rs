@@ -13,29 +13,16 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use prost::Message;
+use vinort_ir::proto::build::{self, attr, dim};
 use vinort_ir::proto::onnx;
 use vinort_ir::{DType, Dim, Graph, Model, ValueType, ops};
 
 // ---------------------------------------------------------------------------------------------
 // Building models
 
+/// A tensor type; a negative dim is the named dim `n`.
 fn tensor_type(elem: i32, dims: &[i64]) -> onnx::TypeProto {
-    use onnx::tensor_shape_proto::{Dimension, dimension::Value as D};
-    onnx::TypeProto {
-        value: Some(onnx::type_proto::Value::TensorType(onnx::type_proto::Tensor {
-            elem_type: Some(elem),
-            shape: Some(onnx::TensorShapeProto {
-                dim: dims
-                    .iter()
-                    .map(|d| Dimension {
-                        value: Some(if *d < 0 { D::DimParam("n".into()) } else { D::DimValue(*d) }),
-                        denotation: None,
-                    })
-                    .collect(),
-            }),
-        })),
-        denotation: None,
-    }
+    build::tensor_type(elem, dims.iter().map(|d| if *d < 0 { dim::named("n") } else { dim::fixed(*d) }))
 }
 
 fn vi(name: &str, elem: i32, dims: &[i64]) -> onnx::ValueInfoProto {
@@ -48,35 +35,8 @@ fn out(name: &str) -> onnx::ValueInfoProto {
 }
 
 fn node(op: &str, i: &[&str], o: &[&str], attrs: Vec<onnx::AttributeProto>) -> onnx::NodeProto {
-    onnx::NodeProto {
-        op_type: Some(op.into()),
-        name: Some(format!("{op}_{}", o.first().copied().unwrap_or(""))),
-        input: i.iter().map(|s| s.to_string()).collect(),
-        output: o.iter().map(|s| s.to_string()).collect(),
-        attribute: attrs,
-        ..Default::default()
-    }
-}
-
-fn int(name: &str, v: i64) -> onnx::AttributeProto {
-    onnx::AttributeProto { name: Some(name.into()), r#type: Some(2), i: Some(v), ..Default::default() }
-}
-
-fn ints(name: &str, v: &[i64]) -> onnx::AttributeProto {
-    onnx::AttributeProto { name: Some(name.into()), r#type: Some(7), ints: v.to_vec(), ..Default::default() }
-}
-
-fn string(name: &str, v: &str) -> onnx::AttributeProto {
-    onnx::AttributeProto {
-        name: Some(name.into()),
-        r#type: Some(3),
-        s: Some(bytes::Bytes::from(v.as_bytes().to_vec())),
-        ..Default::default()
-    }
-}
-
-fn graph_attr(name: &str, g: onnx::GraphProto) -> onnx::AttributeProto {
-    onnx::AttributeProto { name: Some(name.into()), r#type: Some(5), g: Some(g), ..Default::default() }
+    let name = format!("{op}_{}", o.first().copied().unwrap_or(""));
+    onnx::NodeProto { attribute: attrs, ..build::node(op, &name, i, o) }
 }
 
 /// An initializer of `dtype` (ONNX code) and shape, zero-filled.
@@ -325,7 +285,7 @@ fn qdq_types_follow_the_spec() {
         node: vec![
             node("QuantizeLinear", &["x", "xs", "xz"], &["xq"], vec![]),
             node("DequantizeLinear", &["xq", "xs", "xz"], &["xd"], vec![]),
-            node("DequantizeLinear", &["w", "ws", "wz"], &["wd"], vec![int("axis", 0)]),
+            node("DequantizeLinear", &["w", "ws", "wz"], &["wd"], vec![attr::int("axis", 0)]),
             node("Conv", &["xd", "wd"], &["y"], vec![]),
             // No zero point and no output_dtype: uint8 (QuantizeLinear spec).
             node("QuantizeLinear", &["y", "xs"], &["yq"], vec![]),
@@ -355,11 +315,11 @@ fn quantize_linear_output_dtype_and_dequantize_scale_type() {
     let g = onnx::GraphProto {
         node: vec![
             // opset 21+: output_dtype decides when there is no zero point (7 = int16... here 3 = int8).
-            node("QuantizeLinear", &["x", "s"], &["q"], vec![int("output_dtype", 3)]),
+            node("QuantizeLinear", &["x", "s"], &["q"], vec![attr::int("output_dtype", 3)]),
             // opset 19+: y has x_scale's type (T2 = float16 here).
             node("DequantizeLinear", &["q", "s16"], &["d16"], vec![]),
             // opset 23+: output_dtype overrides the scale's type (1 = float).
-            node("DequantizeLinear", &["q", "s16"], &["d32"], vec![int("output_dtype", 1)]),
+            node("DequantizeLinear", &["q", "s16"], &["d32"], vec![attr::int("output_dtype", 1)]),
         ],
         input: vec![vi("x", 1, &[2, 5])],
         output: vec![out("d16"), out("d32")],
@@ -408,7 +368,11 @@ fn recurrent_outputs_follow_the_spec_layouts() {
                 op,
                 &[x, &w, &r],
                 &outs,
-                vec![int("hidden_size", hidden), int("layout", layout), string("direction", direction)],
+                vec![
+                    attr::int("hidden_size", hidden),
+                    attr::int("layout", layout),
+                    attr::string("direction", direction),
+                ],
             ));
         }
     }
@@ -437,15 +401,15 @@ fn recurrent_outputs_follow_the_spec_layouts() {
 fn random_and_spectral_ops_are_typed() {
     let g = onnx::GraphProto {
         node: vec![
-            node("RandomNormal", &[], &["rn"], vec![ints("shape", &[2, 3])]),
-            node("RandomUniform", &[], &["ru"], vec![ints("shape", &[4]), int("dtype", 11)]),
+            node("RandomNormal", &[], &["rn"], vec![attr::ints("shape", &[2, 3])]),
+            node("RandomUniform", &[], &["ru"], vec![attr::ints("shape", &[4]), attr::int("dtype", 11)]),
             node("RandomNormalLike", &["x"], &["rnl"], vec![]),
-            node("RandomUniformLike", &["x"], &["rul"], vec![int("dtype", 10)]),
+            node("RandomUniformLike", &["x"], &["rul"], vec![attr::int("dtype", 10)]),
             node("Bernoulli", &["x"], &["b"], vec![]),
-            node("Bernoulli", &["x"], &["bb"], vec![int("dtype", 9)]),
-            node("Multinomial", &["x"], &["mn"], vec![int("sample_size", 3)]),
-            node("Multinomial", &["x"], &["mn64"], vec![int("dtype", 7)]),
-            node("DFT", &["c"], &["dft"], vec![int("axis", 1)]),
+            node("Bernoulli", &["x"], &["bb"], vec![attr::int("dtype", 9)]),
+            node("Multinomial", &["x"], &["mn"], vec![attr::int("sample_size", 3)]),
+            node("Multinomial", &["x"], &["mn64"], vec![attr::int("dtype", 7)]),
+            node("DFT", &["c"], &["dft"], vec![attr::int("axis", 1)]),
         ],
         input: vec![vi("x", 11, &[2, 6]), vi("c", 1, &[2, 8, 1])],
         output: vec![out("dft")],
@@ -469,7 +433,7 @@ fn random_and_spectral_ops_are_typed() {
 fn control_flow_and_sequences_are_typed() {
     let then_branch = onnx::GraphProto {
         name: Some("then".into()),
-        node: vec![node("Cast", &["x"], &["a"], vec![int("to", 7)])],
+        node: vec![node("Cast", &["x"], &["a"], vec![attr::int("to", 7)])],
         output: vec![out("a")],
         ..Default::default()
     };
@@ -496,7 +460,7 @@ fn control_flow_and_sequences_are_typed() {
         name: Some("scan".into()),
         node: vec![
             node("Add", &["s_in", "e"], &["s_out"], vec![]),
-            node("Cast", &["e"], &["e_out"], vec![int("to", 6)]),
+            node("Cast", &["e"], &["e_out"], vec![attr::int("to", 6)]),
         ],
         input: vec![vi("s_in", 1, &[3]), vi("e", 1, &[3])],
         output: vec![out("s_out"), out("e_out")],
@@ -504,27 +468,27 @@ fn control_flow_and_sequences_are_typed() {
     };
     let g = onnx::GraphProto {
         node: vec![
-            node("Cast", &["x"], &["xi"], vec![int("to", 7)]),
+            node("Cast", &["x"], &["xi"], vec![attr::int("to", 7)]),
             node(
                 "If",
                 &["c"],
                 &["if_out"],
-                vec![graph_attr("then_branch", then_branch), graph_attr("else_branch", else_branch)],
+                vec![attr::graph("then_branch", then_branch), attr::graph("else_branch", else_branch)],
             ),
-            node("Loop", &["trip", "c", "x"], &["loop_acc", "loop_scan"], vec![graph_attr("body", loop_body)]),
+            node("Loop", &["trip", "c", "x"], &["loop_acc", "loop_scan"], vec![attr::graph("body", loop_body)]),
             node(
                 "Scan",
                 &["x", "xs"],
                 &["scan_state", "scan_ys"],
-                vec![graph_attr("body", scan_body), int("num_scan_inputs", 1)],
+                vec![attr::graph("body", scan_body), attr::int("num_scan_inputs", 1)],
             ),
             node("SequenceConstruct", &["x", "x"], &["seq"], vec![]),
             node("SequenceAt", &["seq", "trip"], &["at"], vec![]),
             node("SequenceLength", &["seq"], &["len"], vec![]),
-            node("SequenceEmpty", &[], &["empty"], vec![int("dtype", 7)]),
+            node("SequenceEmpty", &[], &["empty"], vec![attr::int("dtype", 7)]),
             node("SequenceInsert", &["empty", "xi"], &["ins"], vec![]),
             node("SplitToSequence", &["xs"], &["split"], vec![]),
-            node("ConcatFromSequence", &["split"], &["cat"], vec![int("axis", 0)]),
+            node("ConcatFromSequence", &["split"], &["cat"], vec![attr::int("axis", 0)]),
             node("Optional", &["x"], &["opt"], vec![]),
             node("OptionalHasElement", &["opt"], &["has"], vec![]),
             node("OptionalGetElement", &["opt"], &["got"], vec![]),
@@ -566,7 +530,7 @@ fn com_microsoft_ops_are_typed() {
     let g = onnx::GraphProto {
         node: vec![
             ms(node("QLinearConv", &["xq", "s", "zu", "w", "s", "zi", "s", "zu"], &["conv"], vec![])),
-            ms(node("Attention", &["h", "qkv", "bias"], &["att"], vec![int("num_heads", 3)])),
+            ms(node("Attention", &["h", "qkv", "bias"], &["att"], vec![attr::int("num_heads", 3)])),
             ms(node(
                 "DynamicQuantizeLSTM",
                 &["seq", "lw", "lr", "", "", "", "", "", "s", "zi", "s", "zi"],

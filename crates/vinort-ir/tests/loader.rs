@@ -2,23 +2,13 @@
 //! Constant nodes, nested graphs with outer-scope references, shape inference.
 
 use prost::Message;
-use vinort_ir::proto::build::{dim, tensor_info};
+use vinort_ir::proto::build::{attr, dim, node, tensor_info};
 use vinort_ir::proto::onnx;
 use vinort_ir::{DType, Dim, Model, ValueSource, ValueType};
 
 /// A tensor value; a negative dim is the named dim `batch`.
 fn vi(name: &str, elem: i32, dims: &[i64]) -> onnx::ValueInfoProto {
     tensor_info(name, elem, dims.iter().map(|d| if *d < 0 { dim::named("batch") } else { dim::fixed(*d) }))
-}
-
-fn node(op: &str, name: &str, i: &[&str], o: &[&str]) -> onnx::NodeProto {
-    onnx::NodeProto {
-        op_type: Some(op.into()),
-        name: Some(name.into()),
-        input: i.iter().map(|s| s.to_string()).collect(),
-        output: o.iter().map(|s| s.to_string()).collect(),
-        ..Default::default()
-    }
 }
 
 fn model(ir: i64, g: onnx::GraphProto) -> Vec<u8> {
@@ -89,12 +79,7 @@ fn subgraph_outer_references_become_implicit_inputs() {
     };
     let mut if_node = node("If", "if", &["c"], &["y"]);
     for name in ["then_branch", "else_branch"] {
-        if_node.attribute.push(onnx::AttributeProto {
-            name: Some(name.into()),
-            r#type: Some(5),
-            g: Some(body.clone()),
-            ..Default::default()
-        });
+        if_node.attribute.push(attr::graph(name, body.clone()));
     }
     let g = onnx::GraphProto {
         node: vec![node("Relu", "k_node", &["x"], &["k"]), if_node],
@@ -125,19 +110,9 @@ fn shape_inference_folds_shape_into_reshape_and_overrides_wrong_declarations() {
         ..Default::default()
     };
     let mut concat = node("Concat", "cat", &["head", "tail"], &["target"]);
-    concat.attribute.push(onnx::AttributeProto {
-        name: Some("axis".into()),
-        r#type: Some(2),
-        i: Some(0),
-        ..Default::default()
-    });
+    concat.attribute.push(attr::int("axis", 0));
     let mut gather = node("Gather", "g", &["shp", "zero"], &["head0"]);
-    gather.attribute.push(onnx::AttributeProto {
-        name: Some("axis".into()),
-        r#type: Some(2),
-        i: Some(0),
-        ..Default::default()
-    });
+    gather.attribute.push(attr::int("axis", 0));
     let g = onnx::GraphProto {
         node: vec![
             node("Shape", "shape", &["x"], &["shp"]),

@@ -33,9 +33,11 @@ pub use prost;
 /// export), so each user does not spell out the nested `TypeProto` again.
 ///
 /// ```
-/// use vinort_proto::build::{dim, tensor_info};
+/// use vinort_proto::build::{attr, dim, node, tensor_info};
 /// let x = tensor_info("x", 1, [dim::fixed(1), dim::named("batch"), dim::unknown()]);
 /// assert_eq!(x.name.as_deref(), Some("x"));
+/// let relu = vinort_proto::onnx::NodeProto { attribute: vec![attr::int("axis", 1)], ..node("Softmax", "s", &["x"], &["y"]) };
+/// assert_eq!(relu.attribute[0].i, Some(1));
 /// ```
 pub mod build {
     use crate::onnx;
@@ -55,6 +57,50 @@ pub mod build {
         /// A dimension with neither size nor name.
         pub fn unknown() -> Dimension {
             Dimension { value: None, denotation: None }
+        }
+    }
+
+    /// A node of the default domain (set `domain`/`attribute` with struct update syntax).
+    pub fn node(op_type: &str, name: &str, inputs: &[&str], outputs: &[&str]) -> onnx::NodeProto {
+        onnx::NodeProto {
+            op_type: Some(op_type.into()),
+            name: Some(name.into()),
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: outputs.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    /// Attributes, each with its `type` field set as ONNX requires.
+    pub mod attr {
+        use crate::onnx::{self, attribute_proto::AttributeType};
+
+        fn named(name: &str, t: AttributeType) -> onnx::AttributeProto {
+            onnx::AttributeProto { name: Some(name.into()), r#type: Some(t as i32), ..Default::default() }
+        }
+        /// An `INT` attribute.
+        pub fn int(name: &str, v: i64) -> onnx::AttributeProto {
+            onnx::AttributeProto { i: Some(v), ..named(name, AttributeType::Int) }
+        }
+        /// An `INTS` attribute.
+        pub fn ints(name: &str, v: &[i64]) -> onnx::AttributeProto {
+            onnx::AttributeProto { ints: v.to_vec(), ..named(name, AttributeType::Ints) }
+        }
+        /// A `FLOAT` attribute.
+        pub fn float(name: &str, v: f32) -> onnx::AttributeProto {
+            onnx::AttributeProto { f: Some(v), ..named(name, AttributeType::Float) }
+        }
+        /// A `FLOATS` attribute.
+        pub fn floats(name: &str, v: &[f32]) -> onnx::AttributeProto {
+            onnx::AttributeProto { floats: v.to_vec(), ..named(name, AttributeType::Floats) }
+        }
+        /// A `STRING` attribute.
+        pub fn string(name: &str, v: &str) -> onnx::AttributeProto {
+            onnx::AttributeProto { s: Some(v.as_bytes().to_vec().into()), ..named(name, AttributeType::String) }
+        }
+        /// A `GRAPH` attribute (a control-flow body).
+        pub fn graph(name: &str, g: onnx::GraphProto) -> onnx::AttributeProto {
+            onnx::AttributeProto { g: Some(g), ..named(name, AttributeType::Graph) }
         }
     }
 
