@@ -59,6 +59,11 @@ pub fn refusal(g: &Graph, ix: NodeIndex) -> Option<String> {
                 )
             })
         }
+        "DFT" => Some(format!(
+            "OpenVINO {MEASURED} gets DFT wrong: it misreads opset 20's axis input (test_dft_axis: -50 instead \
+             of 945), gives one-sided transforms the wrong shape (test_dft_rfft: [1,6,10,1,2] instead of \
+             [1,6,10,2]; test_dft_irfft drops the last dim), and misses exact zeros by 7e-5 (test_dft)"
+        )),
         "SpaceToDepth" => {
             let mode = n.attr_or::<String>("mode", "DCR".into()).unwrap_or_default();
             (mode != "DCR").then(|| {
@@ -393,5 +398,14 @@ pub(crate) mod tests {
                 .is_some()
         );
         assert_eq!(verdict(one_node("Relu", 14, &[x], vec![], &["x"], vec![])), None);
+    }
+
+    #[test]
+    fn semantics_dft_is_refused_at_every_opset() {
+        let x = [vi("x", F32, &[1, 10, 10, 1])];
+        let opset17 = verdict(one_node("DFT", 17, &x, vec![], &["x"], vec![attr("axis", Attr::I(1))]));
+        assert!(opset17.unwrap().contains("test_dft_axis"));
+        let axis = vec![init::<i64>("axis", &[2])];
+        assert!(verdict(one_node("DFT", 20, &x, axis, &["x", "", "axis"], vec![])).is_some());
     }
 }
