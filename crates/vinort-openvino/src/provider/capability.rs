@@ -4,7 +4,8 @@
 //! first layer that answers decides, so a cheap certain refusal is never overridden by a later
 //! layer and the expensive probe runs only for what every other layer left open. The order:
 //!
-//! 1. **static**: a value vinort cannot exchange with OpenVINO (element type, non-tensor);
+//! 1. **static**: a value vinort cannot exchange with OpenVINO (element type, non-tensor), or
+//!    one of float64, which OpenVINO's CPU plugin computes in float32;
 //! 2. **semantics** ([`crate::semantics`]): attributes, constant inputs or data for which
 //!    OpenVINO computes something other than ONNX;
 //! 3. **slow** ([`crate::slow`]): measured slow paths the Cpu provider beats by far;
@@ -22,8 +23,9 @@
 //! A new refusal rule is one entry in `semantics.rs` or `slow.rs`; this list changes only for
 //! a new *kind* of check.
 
-use vinort_ir::{Model, NodeIndex, ValueType};
+use vinort_ir::{DType, Model, NodeIndex, ValueType};
 
+use crate::version::MEASURED;
 use crate::{ffi, probe, rules, semantics, slow};
 
 /// One layer's answer for one node.
@@ -97,6 +99,15 @@ fn exchangeable(q: &Query) -> Answer {
         match &info.ty {
             ValueType::Tensor(d, _) if ffi::to_ov_type(*d).is_none() => {
                 return Answer::Refuse(format!("'{}' is {d}, which vinort does not exchange with OpenVINO", info.name));
+            }
+            // Measured: the CPU plugin runs f64 in f32, so values beyond f32's range or precision
+            // come out wrong (pytorch-operator test_operator_add_broadcast: 3.4e38 instead of
+            // 5.9e199). The Cpu provider computes f64 exactly.
+            ValueType::Tensor(DType::F64, _) => {
+                return Answer::Refuse(format!(
+                    "'{}' is float64, which OpenVINO {MEASURED} computes in float32 (range and precision lost)",
+                    info.name
+                ));
             }
             // Unknown types are decided by the probe layer (see the module doc).
             ValueType::Tensor(..) | ValueType::Unknown => {}
@@ -200,6 +211,13 @@ mod tests {
 
         let why = ask(&one_node("Identity", 13, &[string_x], vec![], &["x"], vec![]), &not_asked);
         assert!(why.as_deref().is_some_and(|w| w.contains("which vinort does not exchange with OpenVINO")), "{why:?}");
+        for op in ["Add", "Identity"] {
+            let inputs: Vec<_> =
+                if op == "Add" { vec![vi("x", 11, &[2]), vi("b", 11, &[2])] } else { vec![vi("x", 11, &[2])] };
+            let names: Vec<&str> = if op == "Add" { vec!["x", "b"] } else { vec!["x"] };
+            let why = ask(&one_node(op, 14, &inputs, vec![], &names, vec![]), &not_asked);
+            assert!(why.as_deref().is_some_and(|w| w.contains("float64") && w.contains("float32")), "{op}: {why:?}");
+        }
         let k = vinort_ir::tensor_proto::tensor_to_proto("k", &vinort_ir::Tensor::from_slice(&[1], &[1i64]).unwrap());
         let topk = one_node("TopK", 11, std::slice::from_ref(&f32_x), vec![k], &["x", "k"], vec![]);
         let why = ask(&topk, &not_asked);
