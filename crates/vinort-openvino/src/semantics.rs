@@ -238,7 +238,6 @@ fn lstm(g: &Graph, n: &Node) -> Option<String> {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use onnx::attribute_proto::AttributeType;
     use prost::Message;
     use vinort_ir::Model;
     use vinort_ir::proto::onnx;
@@ -246,13 +245,12 @@ pub(crate) mod tests {
     use super::refusal;
 
     fn attr(name: &str, v: Attr) -> onnx::AttributeProto {
-        let mut a = onnx::AttributeProto { name: Some(name.into()), ..Default::default() };
+        use vinort_ir::proto::build::attr;
         match v {
-            Attr::I(i) => (a.i, a.r#type) = (Some(i), Some(AttributeType::Int as i32)),
-            Attr::S(s) => (a.s, a.r#type) = (Some(s.as_bytes().to_vec().into()), Some(AttributeType::String as i32)),
-            Attr::Is(v) => (a.ints, a.r#type) = (v, Some(AttributeType::Ints as i32)),
+            Attr::I(i) => attr::int(name, i),
+            Attr::S(s) => attr::string(name, s),
+            Attr::Is(v) => attr::ints(name, &v),
         }
-        a
     }
 
     enum Attr {
