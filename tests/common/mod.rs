@@ -82,3 +82,79 @@ pub fn model(graph: onnx::GraphProto, opset: i64) -> onnx::ModelProto {
 pub fn encode(m: &onnx::ModelProto) -> Vec<u8> {
     m.encode_to_vec()
 }
+
+// Expected outcomes as data, the mechanism of the conformance suite (tests/conformance.rs) and
+// the extra suites (tests/suites.rs): a TSV of `case, providers, status, reason` rows for every
+// non-pass; a case/list without a row must pass.
+
+/// The provider lists the suites run under: `openvino-fp32` is OpenVINO on the CPU at FP32.
+pub const LISTS: [&str; 2] = ["cpu", "openvino-fp32,cpu"];
+
+/// A [`LISTS`] entry's providers. OpenVINO must start (`error_on_failure`): a suite that
+/// silently ran Cpu only would record Cpu's results as OpenVINO's.
+pub fn providers(list: &str) -> Vec<vinort::Provider> {
+    use vinort::openvino::Precision;
+    let parsed: vinort_tools::providers::ProviderList =
+        list.replace("openvino-fp32", "openvino").parse().expect("a LISTS entry");
+    parsed.providers(&vinort::OpenVino::cpu().precision(Precision::Fp32), true)
+}
+
+/// The status column's word and the message of a non-pass.
+pub fn status_word(s: &vinort_tools::testcase::Status) -> (&'static str, String) {
+    use vinort_tools::testcase::Status;
+    match s {
+        Status::Pass => ("pass", String::new()),
+        Status::Fail(m) => ("fail", m.clone()),
+        Status::Error(m) => ("error", m.clone()),
+        Status::Skip(m) => ("skip", m.clone()),
+    }
+}
+
+/// A message's first line, cut to 300 characters: the reason column.
+pub fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").chars().take(300).collect()
+}
+
+/// `(case, list) -> (status, reason)` of an expected-outcomes TSV; a missing file is empty.
+pub fn read_expected(path: &Path) -> std::collections::BTreeMap<(String, String), (String, String)> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.splitn(4, '\t').collect();
+            assert!(f.len() == 4, "malformed line in {}: {l}", path.display());
+            ((f[0].to_owned(), f[1].to_owned()), (f[2].to_owned(), f[3].to_owned()))
+        })
+        .collect()
+}
+
+/// Differences between `outcomes` under `list` and the recorded expectations:
+/// `(regressions, unexpected passes)`. A row naming a case that is not in `outcomes` is a
+/// regression too (stale), so the file cannot collect dead rows.
+pub fn check_expected(
+    expected: &std::collections::BTreeMap<(String, String), (String, String)>,
+    list: &str,
+    outcomes: &[vinort_tools::testcase::CaseOutcome],
+) -> (Vec<String>, Vec<String>) {
+    let (mut regressions, mut unexpected_passes) = (vec![], vec![]);
+    for o in outcomes {
+        let (word, msg) = status_word(&o.status);
+        match (expected.get(&(o.name.clone(), list.to_owned())), word) {
+            (None, "pass") => {}
+            (None, _) => {
+                regressions.push(format!("{} [{list}]: expected pass, got {word}: {}", o.name, first_line(&msg)))
+            }
+            (Some(_), "pass") => unexpected_passes.push(format!("{} [{list}]", o.name)),
+            (Some((want, _)), got) if want != got => {
+                regressions.push(format!("{} [{list}]: expected {want}, got {got}: {}", o.name, first_line(&msg)))
+            }
+            _ => {}
+        }
+    }
+    for (case, l) in expected.keys() {
+        if l == list && !outcomes.iter().any(|o| &o.name == case) {
+            regressions.push(format!("{case} [{list}]: recorded, but there is no such case"));
+        }
+    }
+    (regressions, unexpected_passes)
+}
