@@ -319,7 +319,11 @@ impl ConvTranspose {
                 Some(o) => {
                     let total = natural - o;
                     // Spec: SAME_UPPER puts the smaller half first, everything else the larger.
-                    let b = if win.auto_pad == AutoPad::SameUpper { total / 2 } else { total - total / 2 };
+                    // The halves are floored (the spec's reference divides with Python's `//`):
+                    // an output_shape larger than the natural extent makes `total` negative,
+                    // and the extra rows go at the end, so the begin pad of -1 is 0, not -1.
+                    let half = total.div_euclid(2);
+                    let b = if win.auto_pad == AutoPad::SameUpper { half } else { total - half };
                     (o, b)
                 }
                 None if win.auto_pad == AutoPad::Valid => (natural, 0),

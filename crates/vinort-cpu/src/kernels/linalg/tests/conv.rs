@@ -267,7 +267,8 @@ fn conv_transpose_ref(
         let (o, pb) = match target {
             Some(t) => {
                 let total = natural - t;
-                (t, if cs.auto_pad == "SAME_UPPER" { total / 2 } else { total - total / 2 })
+                // The spec's reference floors (Python `//`), which matters when t > natural.
+                (t, if cs.auto_pad == "SAME_UPPER" { total.div_euclid(2) } else { total - total.div_euclid(2) })
             }
             None if cs.auto_pad == "VALID" => (natural, 0),
             None => (natural - (cs.pads[i] + cs.pads[i + r]) as i64, cs.pads[i] as i64),
@@ -317,12 +318,13 @@ proptest! {
         let r = cs.input.len();
         let mut ops = super::rng(op_seed);
         let op: Vec<usize> = cs.strides.iter().map(|s| ops.random_range(0..*s)).collect();
-        // An explicit output_shape a little smaller than the natural size (pads then derived).
+        // An explicit output_shape a little smaller or larger than the natural size (pads then
+        // derived; larger ones pad at the end).
         let natural: Vec<usize> = (0..r)
             .map(|i| cs.strides[i] * (cs.input[i] - 1) + op[i] + (cs.kernel[i] - 1) * cs.dilations[i] + 1)
             .collect();
         let output_shape: Option<Vec<usize>> =
-            use_output_shape.then(|| natural.iter().map(|n| n - ops.random_range(0..(*n).min(3))).collect());
+            use_output_shape.then(|| natural.iter().map(|n| n + 2 - ops.random_range(0..(*n).min(3) + 2)).collect());
         let explicit_out: Vec<i64> = (0..r).map(|i| natural[i] as i64 - (cs.pads[i] + cs.pads[i + r]) as i64).collect();
         let x_shape: Vec<usize> = [cs.n, cs.c].iter().chain(&cs.input).copied().collect();
         let w_shape: Vec<usize> = [cs.c, cs.m / cs.group].iter().chain(&cs.kernel).copied().collect();
