@@ -53,7 +53,10 @@ pub fn build_kernel(graph: &Graph, ix: NodeIndex) -> Result<Box<dyn Kernel>> {
     let info = NodeInfo {
         node,
         inputs: node.inputs.iter().map(ty).collect(),
-        consts: node.inputs.iter().map(|v| v.and_then(|v| graph.constant(v))).collect(),
+        // Kernels read constants with typed access when they are built; protobuf leaves raw_data
+        // unaligned, so a misaligned one (common for 2-byte f16 weights) is aligned here, once
+        // per build, instead of making the factory refuse the node.
+        consts: node.inputs.iter().map(|v| v.and_then(|v| graph.constant(v)).map(|t| t.to_aligned())).collect(),
         outputs: node.outputs.iter().map(ty).collect(),
     };
     factory(&info)
