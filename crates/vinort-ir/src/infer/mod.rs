@@ -16,6 +16,7 @@
 //! `nn` (attention, losses, detection), `text` and `ml` (`ai.onnx.ml` and training ops).
 
 pub(crate) mod control;
+pub(crate) mod data;
 pub(crate) mod generate;
 pub(crate) mod ml;
 pub(crate) mod nn;

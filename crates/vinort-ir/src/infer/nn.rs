@@ -7,7 +7,7 @@
 //! [Attention]: https://onnx.ai/onnx/operators/onnx__Attention.html
 
 use super::InferCtx;
-use super::rules::{Out, tensor};
+use super::rules::{Out, norm_axis, tensor};
 use crate::dtype::DType;
 use crate::value::{Dim, ValueType};
 
@@ -165,4 +165,87 @@ pub(crate) fn softmax_cross_entropy_loss(c: &InferCtx<'_>) -> Out {
 /// NonMaxSuppression: int64 `(num_selected, 3)`.
 pub(crate) fn non_max_suppression(_: &InferCtx<'_>) -> Out {
     Ok(vec![ValueType::Tensor(DType::I64, Some(vec![Dim::Unknown, Dim::Fixed(3)]))])
+}
+
+/// Dropout: the data keeps input 0's type; the mask is bool from opset 10 on (Dropout-1/6/7's
+/// mask has the data's type).
+pub(crate) fn dropout(c: &InferCtx<'_>) -> Out {
+    let mask = if c.node.opset >= 10 { c.ty(0).tensor_dtype().map(|_| DType::Bool) } else { c.dtype(0) };
+    Ok(vec![c.ty(0).clone(), tensor(mask, c.shape(0).map(<[Dim]>::to_vec))])
+}
+
+/// BatchNormalization: Y has X's type; the optional statistics outputs (running mean/var from
+/// opset 14, also saved mean/var before opset 9... all of shape [C]) have the mean input's type
+/// (`T2`/`U` from opset 14, `T` before).
+pub(crate) fn batch_norm(c: &InferCtx<'_>) -> Out {
+    let mut v = vec![c.ty(0).clone()];
+    let stat = tensor(
+        c.dtype(3).or(c.dtype(0)),
+        Some(vec![c.shape(0).and_then(|x| x.get(1)).cloned().unwrap_or(Dim::Unknown)]),
+    );
+    v.extend(std::iter::repeat_n(stat, c.node.outputs.len().saturating_sub(1)));
+    Ok(v)
+}
+
+/// LayerNormalization: Y has X's type; Mean and InvStdDev have the `stash_type` (default
+/// float) and X's shape with the normalized axes set to 1.
+pub(crate) fn layer_norm(c: &InferCtx<'_>) -> Out {
+    let n = c.node;
+    let stash = n.attr_or::<i64>("stash_type", 1)?;
+    let stash =
+        DType::from_onnx(stash as i32).ok_or_else(|| n.error(format!("stash_type {stash} is no ONNX data type")))?;
+    let stat_shape = match c.shape(0) {
+        Some(x) => {
+            let ax = norm_axis(n, n.attr_or::<i64>("axis", -1)?, x.len())?;
+            Some(x.iter().enumerate().map(|(i, d)| if i < ax { d.clone() } else { Dim::Fixed(1) }).collect())
+        }
+        None => None,
+    };
+    let stat = ValueType::Tensor(stash, stat_shape);
+    Ok(vec![c.ty(0).clone(), stat.clone(), stat])
+}
+
+/// Col2Im: `[N, C, image_shape...]` with `C = input dim 1 / prod(block_shape)`.
+pub(crate) fn col2im(c: &InferCtx<'_>) -> Out {
+    let image = c.const_ints(1);
+    let rank = match (&image, c.shape(1).and_then(|s| s.first()).and_then(Dim::fixed)) {
+        (Some(i), _) => Some(i.len()),
+        (None, r) => r,
+    };
+    let Some(rank) = rank else {
+        return Ok(vec![tensor(c.dtype(0), None)]);
+    };
+    let x = c.shape(0);
+    let block: Option<usize> = c.const_ints(2).and_then(|b| b.iter().map(|v| usize::try_from(*v).ok()).product());
+    let channels = match (x.and_then(|x| x.get(1)).and_then(Dim::fixed), block) {
+        (Some(cb), Some(b)) if b > 0 => Dim::Fixed(cb / b),
+        _ => Dim::Unknown,
+    };
+    let mut out = vec![x.and_then(|x| x.first()).cloned().unwrap_or(Dim::Unknown), channels];
+    match image {
+        Some(i) => out.extend(i.iter().map(|v| Dim::Fixed((*v).max(0) as usize))),
+        None => out.extend(std::iter::repeat_n(Dim::Unknown, rank)),
+    }
+    Ok(vec![tensor(c.dtype(0), Some(out))])
+}
+
+/// CenterCropPad: the input's type and rank; the cropped/padded axes take the `shape` input.
+pub(crate) fn center_crop_pad(c: &InferCtx<'_>) -> Out {
+    let Some(x) = c.shape(0) else {
+        return Ok(vec![tensor(c.dtype(0), None)]);
+    };
+    let mut out = x.to_vec();
+    match c.const_ints(1) {
+        Some(target) => {
+            let axes = c.node.attr::<Vec<i64>>("axes")?.unwrap_or_else(|| (0..x.len() as i64).collect());
+            if axes.len() != target.len() {
+                return Err(c.node.error("'shape' must give one size per axis"));
+            }
+            for (a, t) in axes.iter().zip(&target) {
+                out[norm_axis(c.node, *a, x.len())?] = Dim::Fixed((*t).max(0) as usize);
+            }
+        }
+        None => out = vec![Dim::Unknown; x.len()],
+    }
+    Ok(vec![tensor(c.dtype(0), Some(out))])
 }

@@ -7,7 +7,7 @@
 //! because ONNX gives every value an element type before run time.
 
 use super::{OpSpec, Traits, max_opset};
-use crate::infer::{control, generate, ml, nn, quant, recurrent, rules, text};
+use crate::infer::{control, data, generate, ml, nn, quant, recurrent, rules, text};
 
 const NONE: Traits = Traits::NONE;
 const HEAVY: Traits = Traits::HEAVY;
@@ -62,9 +62,9 @@ pub(super) const SPECS: &[OpSpec] = &[
     op("Atanh", 9, Some(rules::same_as_first), ELEMENTWISE),
     op("Attention", 23, Some(nn::attention), HEAVY),
     op("AveragePool", 1, Some(rules::window), NONE),
-    op("BatchNormalization", 1, Some(rules::batch_norm), NONE),
+    op("BatchNormalization", 1, Some(nn::batch_norm), NONE),
     op("Bernoulli", 15, Some(generate::like_input), NONE),
-    op("BitCast", 26, Some(rules::bit_cast), NONE),
+    op("BitCast", 26, Some(data::bit_cast), NONE),
     op("BitShift", 11, Some(rules::broadcast_same), ELEMENTWISE),
     op("BitwiseAnd", 18, Some(rules::broadcast_same), ELEMENTWISE.with(COMMUTATIVE)),
     op("BitwiseNot", 18, Some(rules::same_as_first), ELEMENTWISE),
@@ -76,9 +76,9 @@ pub(super) const SPECS: &[OpSpec] = &[
     op("CausalConvWithState", 27, Some(nn::causal_conv_with_state), NONE),
     op("Ceil", 1, Some(rules::same_as_first), ELEMENTWISE),
     op("Celu", 12, Some(rules::same_as_first), ELEMENTWISE),
-    op("CenterCropPad", 18, Some(rules::center_crop_pad), NONE),
+    op("CenterCropPad", 18, Some(nn::center_crop_pad), NONE),
     op("Clip", 1, Some(rules::same_as_first), ELEMENTWISE),
-    op("Col2Im", 18, Some(rules::col2im), NONE),
+    op("Col2Im", 18, Some(nn::col2im), NONE),
     op("Compress", 9, Some(rules::same_dtype), NONE),
     op("Concat", 1, Some(rules::concat), PLUMBING),
     op("ConcatFromSequence", 11, Some(control::concat_from_sequence), NONE),
@@ -95,9 +95,9 @@ pub(super) const SPECS: &[OpSpec] = &[
     op("DeformConv", 19, Some(rules::window), NONE),
     op("DepthToSpace", 1, Some(rules::same_rank), NONE),
     op("DequantizeLinear", 10, Some(quant::dequantize_linear), NONE),
-    op("Det", 11, Some(rules::det), NONE),
+    op("Det", 11, Some(data::det), NONE),
     op("Div", 1, Some(rules::broadcast_same), ELEMENTWISE),
-    op("Dropout", 1, Some(rules::dropout), NONE),
+    op("Dropout", 1, Some(nn::dropout), NONE),
     op("DynamicQuantizeLinear", 11, Some(quant::dynamic_quantize_linear), NONE),
     op("Einsum", 12, Some(rules::same_dtype), HEAVY),
     op("Elu", 1, Some(rules::same_as_first), ELEMENTWISE),
@@ -134,7 +134,7 @@ pub(super) const SPECS: &[OpSpec] = &[
     op("IsNaN", 9, Some(rules::bool_like), ELEMENTWISE),
     op("LRN", 1, Some(rules::same_as_first), NONE),
     op("LSTM", 1, Some(recurrent::recurrent), HEAVY),
-    op("LayerNormalization", 17, Some(rules::layer_norm), NONE),
+    op("LayerNormalization", 17, Some(nn::layer_norm), NONE),
     op("LeakyRelu", 1, Some(rules::same_as_first), ELEMENTWISE),
     op("Less", 1, Some(rules::broadcast_bool), ELEMENTWISE),
     op("LessOrEqual", 12, Some(rules::broadcast_bool), ELEMENTWISE),
@@ -163,7 +163,7 @@ pub(super) const SPECS: &[OpSpec] = &[
     op("NonMaxSuppression", 10, Some(nn::non_max_suppression), HEAVY),
     op("NonZero", 9, Some(rules::non_zero), NONE),
     op("Not", 1, Some(rules::bool_like), ELEMENTWISE),
-    op("OneHot", 9, Some(rules::one_hot), NONE),
+    op("OneHot", 9, Some(data::one_hot), NONE),
     op("Optional", 15, Some(control::optional), NONE),
     op("OptionalGetElement", 15, Some(control::optional_get_element), NONE),
     op("OptionalHasElement", 15, Some(control::optional_has_element), NONE),
@@ -246,7 +246,7 @@ pub(super) const SPECS: &[OpSpec] = &[
     op("TopK", 1, Some(rules::top_k), NONE),
     op("Transpose", 1, Some(rules::transpose), PLUMBING),
     op("Trilu", 14, Some(rules::same_rank), NONE),
-    op("Unique", 11, Some(rules::unique), NONE),
+    op("Unique", 11, Some(data::unique), NONE),
     op("Unsqueeze", 1, Some(rules::unsqueeze), PLUMBING),
     op("Upsample", 1, Some(rules::same_rank), NONE).until(10),
     op("Where", 9, Some(rules::where_), ELEMENTWISE),
