@@ -12,18 +12,9 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use vinort::openvino::Precision;
-use vinort::{OpenVino, Provider};
-use vinort_tools::providers::ProviderList;
 use vinort_tools::testcase::{CaseOutcome, Status, TestCase, Tolerance, discover, run_case};
 
-const LISTS: [&str; 2] = ["cpu", "openvino-fp32,cpu"];
-
-/// A `LISTS` entry's providers: `openvino-fp32` is OpenVINO on the CPU at FP32, which must start.
-fn providers(list: &str) -> Vec<Provider> {
-    let parsed: ProviderList = list.replace("openvino-fp32", "openvino").parse().expect("a LISTS entry");
-    parsed.providers(&OpenVino::cpu().precision(Precision::Fp32), true)
-}
+use common::{LISTS, first_line, providers, status_word};
 
 fn node_dir() -> PathBuf {
     std::env::var_os("VINORT_NODE_TESTS").map(PathBuf::from).unwrap_or_else(|| common::repo().join("tests/data/node"))
@@ -35,15 +26,7 @@ fn expected_file() -> PathBuf {
 
 /// `(case, list) -> (status, reason)` for every non-pass.
 fn read_expected() -> BTreeMap<(String, String), (String, String)> {
-    let text = std::fs::read_to_string(expected_file()).unwrap_or_default();
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(|l| {
-            let f: Vec<&str> = l.splitn(4, '\t').collect();
-            assert!(f.len() == 4, "malformed line in expected.tsv: {l}");
-            ((f[0].to_owned(), f[1].to_owned()), (f[2].to_owned(), f[3].to_owned()))
-        })
-        .collect()
+    common::read_expected(&expected_file())
 }
 
 /// `case -> [(anchor column, passed)]` from `tests/conformance/anchors.tsv` (scripts/anchors.py).
@@ -74,15 +57,6 @@ fn read_anchor_exceptions() -> BTreeMap<String, String> {
         .collect()
 }
 
-fn status_word(s: &Status) -> (&'static str, String) {
-    match s {
-        Status::Pass => ("pass", String::new()),
-        Status::Fail(m) => ("fail", m.clone()),
-        Status::Error(m) => ("error", m.clone()),
-        Status::Skip(m) => ("skip", m.clone()),
-    }
-}
-
 fn run_list(list: &str, cases: &[TestCase]) -> Vec<CaseOutcome> {
     cases.iter().map(|c| run_case(c, || providers(list), Tolerance::default())).collect()
 }
@@ -103,22 +77,7 @@ fn check_list(list: &str) {
     let cases = cases();
     let outcomes = run_list(list, &cases);
     let expected = read_expected();
-    let mut regressions = vec![];
-    let mut unexpected_passes = vec![];
-    for o in &outcomes {
-        let (word, msg) = status_word(&o.status);
-        match (expected.get(&(o.name.clone(), list.to_owned())), word) {
-            (None, "pass") => {}
-            (None, _) => {
-                regressions.push(format!("{} [{list}]: expected pass, got {word}: {}", o.name, first_line(&msg)))
-            }
-            (Some(_), "pass") => unexpected_passes.push(format!("{} [{list}]", o.name)),
-            (Some((want, _)), got) if want != got => {
-                regressions.push(format!("{} [{list}]: expected {want}, got {got}: {}", o.name, first_line(&msg)))
-            }
-            _ => {}
-        }
-    }
+    let (mut regressions, unexpected_passes) = common::check_expected(&expected, list, &outcomes);
     let passed = outcomes.iter().filter(|o| matches!(o.status, Status::Pass)).count();
     println!("[{list}] {passed} passed, {} failed", outcomes.len() - passed);
     let target = if list == "cpu" { 1600 } else { 1650 };
@@ -147,10 +106,6 @@ fn check_list(list: &str) {
         unexpected_passes.len(),
         unexpected_passes.join("\n")
     );
-}
-
-fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or("").chars().take(300).collect()
 }
 
 #[test]

@@ -33,31 +33,11 @@ pub fn assert_close(what: &str, got: &Value, want: &Tensor, rtol: f64, atol: f64
 }
 
 pub fn tensor_type(elem: i32, dims: &[i64]) -> onnx::TypeProto {
-    use onnx::tensor_shape_proto::{Dimension, dimension::Value as D};
-    onnx::TypeProto {
-        value: Some(onnx::type_proto::Value::TensorType(onnx::type_proto::Tensor {
-            elem_type: Some(elem),
-            shape: Some(onnx::TensorShapeProto {
-                dim: dims.iter().map(|d| Dimension { value: Some(D::DimValue(*d)), denotation: None }).collect(),
-            }),
-        })),
-        denotation: None,
-    }
+    vinort::ir::proto::build::tensor_type(elem, dims.iter().map(|d| vinort::ir::proto::build::dim::fixed(*d)))
 }
 
-pub fn value_info(name: &str, elem: i32, dims: &[i64]) -> onnx::ValueInfoProto {
-    onnx::ValueInfoProto { name: Some(name.into()), r#type: Some(tensor_type(elem, dims)), ..Default::default() }
-}
-
-pub fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str]) -> onnx::NodeProto {
-    onnx::NodeProto {
-        op_type: Some(op.into()),
-        name: Some(name.into()),
-        input: inputs.iter().map(|s| s.to_string()).collect(),
-        output: outputs.iter().map(|s| s.to_string()).collect(),
-        ..Default::default()
-    }
-}
+#[allow(unused_imports)] // not every test binary builds models
+pub use vinort::ir::proto::build::{fixed_tensor_info as value_info, node};
 
 pub fn f32_tensor(name: &str, dims: &[i64], data: &[f32]) -> onnx::TensorProto {
     onnx::TensorProto {
