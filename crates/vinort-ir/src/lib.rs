@@ -21,6 +21,7 @@ pub mod attr;
 pub mod dtype;
 pub mod error;
 pub mod exec;
+pub mod functions;
 pub mod graph;
 pub mod infer;
 pub mod load;

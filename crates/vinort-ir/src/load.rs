@@ -77,7 +77,11 @@ impl Model {
         if opsets.is_empty() {
             return Err(Error::InvalidModel("the model imports no opset".into()));
         }
-        let gp = proto.graph.as_ref().ok_or_else(|| Error::InvalidModel("the model has no graph".into()))?;
+        let inlined = crate::functions::inline(&proto, &mut opsets)?;
+        let gp = match &inlined {
+            Some(g) => g,
+            None => proto.graph.as_ref().ok_or_else(|| Error::InvalidModel("the model has no graph".into()))?,
+        };
         let ext = ExternalData::new(dir);
         let mut builder =
             Builder { opsets: Arc::new(opsets.clone()), ext: &ext, old_ir: ir_version < 4, node_counter: 0 };
