@@ -79,7 +79,7 @@ fn check_list(list: &str) {
     let expected = read_expected();
     let (mut regressions, unexpected_passes) = common::check_expected(&expected, list, &outcomes);
     let passed = outcomes.iter().filter(|o| matches!(o.status, Status::Pass)).count();
-    println!("[{list}] {passed} passed, {} failed", outcomes.len() - passed);
+    println!("{}", common::summary("", list, &outcomes));
     let target = if list == "cpu" { 1600 } else { 1650 };
     assert!(passed >= target, "[{list}] {passed} passed, below the target of {target}");
     if list != "cpu" {
@@ -194,6 +194,16 @@ fn conformance_doc(cases: &[TestCase], results: &[(&str, Vec<CaseOutcome>)]) -> 
          models made with onnxruntime's tools, with their whole/split statistics: [suites.md](suites.md).\n\n\
          ## Per op\n\nExecuted by: the providers that ran the op's nodes in passing or failing runs under `[OpenVino, Cpu]`.\n\n\
          | op | cases | `[Cpu]` | `[OpenVino, Cpu]` | executed by |\n|---|---|---|---|---|\n"
+    );
+    let cut = common::summary("", results[1].0, &results[1].1);
+    let cut = cut.split_once(" (").map_or(cut.as_str(), |(_, r)| r);
+    out.insert_str(
+        out.find("ONNX's other backend suites").unwrap_or(out.len()),
+        &format!(
+            "How the `[OpenVino, Cpu]` sessions were cut (whole model first, split only when a rule refuses a node in \
+             any context or the whole compile fails): ({}\n\n",
+            cut.replace("\n  not whole, why:", "\n\nNot whole, by the reason the plan gives:")
+        ),
     );
     for (op, idx) in &per_op {
         let a = idx.iter().filter(|i| passed(0, **i)).count();

@@ -246,3 +246,63 @@ fn the_cost_rule_moves_a_tiny_cheap_partition_to_the_next_provider_but_keeps_hea
     let parts: Vec<(&str, usize)> = s.plan().partitions.iter().map(|p| (p.provider.as_str(), p.nodes.len())).collect();
     assert_eq!(parts, [("Cpu", 3), ("First", 1)], "{}", s.plan());
 }
+
+/// A provider with a whole-model path: it would refuse `Neg` node by node (as a single-node
+/// probe might), but compiles the whole model unless told it must split it.
+#[derive(Debug)]
+struct WholeFirst {
+    split: Option<&'static str>,
+    asked: Arc<Mutex<usize>>,
+}
+
+impl ExecutionProvider for WholeFirst {
+    fn name(&self) -> String {
+        "Whole".into()
+    }
+    fn capability(&self, model: &Model, offered: &[NodeIndex]) -> vinort::ir::Result<Capability> {
+        *self.asked.lock().unwrap() += 1;
+        Only { name: "Whole", ops: &["Relu", "Add"], log: Log::default() }.capability(model, offered)
+    }
+    fn compile(&self, model: &Model, part: &PartitionDef) -> vinort::ir::Result<Box<dyn CompiledPartition>> {
+        vinort_cpu::CpuProvider::default().compile(model, part)
+    }
+    fn compile_whole(&self, model: &Model, part: &PartitionDef) -> vinort::ir::Result<vinort::ir::WholeModel> {
+        Ok(match self.split {
+            Some(why) => vinort::ir::WholeModel::Split(why.into()),
+            None => vinort::ir::WholeModel::Compiled(self.compile(model, part)?, "compiled it whole".into()),
+        })
+    }
+}
+
+#[test]
+fn the_first_provider_compiles_the_whole_model_before_any_per_node_question() {
+    let asked = Arc::new(Mutex::new(0));
+    let first = WholeFirst { split: None, asked: asked.clone() };
+    let s = Runtime::from_bytes(diamond()).unwrap().providers([Provider::new(first), vinort::Cpu::default().into()]);
+    let s = s.build().unwrap();
+    let plan = s.plan();
+    assert_eq!(*asked.lock().unwrap(), 0, "no per-node capability question when the whole model compiles");
+    assert_eq!(plan.partitions.len(), 1, "{plan}");
+    assert_eq!(plan.partitions[0].provider, "Whole");
+    assert_eq!(plan.partitions[0].nodes.len(), 5);
+    assert!(plan.partitions[0].def.whole_graph);
+    assert!(plan.refusals.is_empty(), "{plan}");
+    assert_eq!(plan.path, "whole model: Whole compiled it whole");
+    assert!(plan.to_string().starts_with("path: whole model: Whole"), "{plan}");
+    let xs = [1.0f32, -2.0, 3.0, -4.0, 5.0, -6.0];
+    let out = s.run([("x", vinort::TensorRef::from_slice(&[2, 3], &xs).unwrap())]).unwrap();
+    assert_eq!(out[0].as_tensor().unwrap().as_slice::<f32>().unwrap(), &[1.0, 0.0, 3.0, 0.0, 5.0, 0.0]);
+
+    // When it must split, the per-node path runs and the plan says why.
+    let first = WholeFirst { split: Some("refuses Neg in any context"), asked: asked.clone() };
+    let s = Runtime::from_bytes(diamond()).unwrap().providers([Provider::new(first), vinort::Cpu::default().into()]);
+    let s = s.build().unwrap();
+    let plan = s.plan();
+    assert_eq!(*asked.lock().unwrap(), 1);
+    assert_eq!(plan.path, "split: Whole refuses Neg in any context");
+    assert!(plan.refusals.iter().any(|r| r.node == "b" && r.reason.contains("only runs")), "{plan}");
+
+    // A provider without a whole-model path is asked node by node.
+    let s = Runtime::from_bytes(diamond()).unwrap().build().unwrap();
+    assert_eq!(s.plan().path, "split: node by node (Cpu has no whole-model path)");
+}

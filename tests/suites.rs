@@ -17,7 +17,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use vinort_tools::testcase::{CaseOutcome, Status, TestCase, Tolerance, discover, read_tolerance, run_case};
+use vinort_tools::testcase::{CaseOutcome, TestCase, Tolerance, discover, read_tolerance, run_case};
 
 /// A suite: its name (and expectations file `tests/suites/<name>.tsv`), its folder, and the
 /// number of cases it must hold (`None`: whatever the generator made, at least one).
@@ -89,30 +89,11 @@ fn run_list(list: &str, cases: &[TestCase]) -> Vec<CaseOutcome> {
         .collect()
 }
 
-/// "N passed, M failed", and under OpenVINO how the passing and failing sessions were cut:
-/// one OpenVINO partition (whole), OpenVINO and Cpu partitions (split), or Cpu only.
-fn summary(suite: &str, list: &str, outcomes: &[CaseOutcome]) -> String {
-    let passed = outcomes.iter().filter(|o| matches!(o.status, Status::Pass)).count();
-    let mut line = format!("[{suite}] [{list}] {passed} passed, {} failed", outcomes.len() - passed);
-    if list != "cpu" {
-        let built: Vec<&CaseOutcome> = outcomes.iter().filter(|o| !o.providers_used.is_empty()).collect();
-        let on_ov = |o: &&&CaseOutcome| o.providers_used.iter().filter(|(p, _)| p != "Cpu").count();
-        let whole = built.iter().filter(|o| o.providers_used.len() == 1 && on_ov(o) == 1).count();
-        let cpu_only = built.iter().filter(|o| on_ov(o) == 0).count();
-        line.push_str(&format!(
-            " (sessions built: {}; one OpenVINO partition: {whole}, split: {}, Cpu only: {cpu_only})",
-            built.len(),
-            built.len() - whole - cpu_only
-        ));
-    }
-    line
-}
-
 fn check(suites: &[Suite], list: &str) {
     let (mut regressions, mut unexpected_passes) = (vec![], vec![]);
     for suite in suites {
         let outcomes = run_list(list, &cases(suite));
-        println!("{}", summary(suite.name, list, &outcomes));
+        println!("{}", common::summary(&format!("[{}] ", suite.name), list, &outcomes));
         let (r, u) = common::check_expected(&common::read_expected(&expected_file(suite.name)), list, &outcomes);
         regressions.extend(r.into_iter().map(|m| format!("{}: {m}", suite.name)));
         unexpected_passes.extend(u.into_iter().map(|m| format!("{}: {m}", suite.name)));
@@ -186,9 +167,9 @@ fn update() {
         );
         for list in common::LISTS {
             let outcomes = run_list(list, &cases);
-            let line = summary(suite.name, list, &outcomes);
+            let line = common::summary(&format!("[{}] ", suite.name), list, &outcomes);
             println!("{line}");
-            doc.push_str(&format!("- {line}\n"));
+            doc.push_str(&format!("- {}\n", line.replace("\n  ", "\n  - ")));
             for o in &outcomes {
                 let (word, msg) = common::status_word(&o.status);
                 if word == "pass" {

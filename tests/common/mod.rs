@@ -79,6 +79,65 @@ pub fn providers(list: &str) -> Vec<vinort::Provider> {
     parsed.providers(&vinort::OpenVino::cpu().precision(Precision::Fp32), true)
 }
 
+/// "N passed, M failed", and for a list with OpenVINO how the sessions were cut — one OpenVINO
+/// partition (whole), OpenVINO and Cpu partitions (split), Cpu only — and why the others were
+/// not whole, counted by the reason their plan's path gives.
+pub fn summary(label: &str, list: &str, outcomes: &[vinort_tools::testcase::CaseOutcome]) -> String {
+    use vinort_tools::testcase::Status;
+    let passed = outcomes.iter().filter(|o| matches!(o.status, Status::Pass)).count();
+    let mut line = format!("{label}[{list}] {passed} passed, {} failed", outcomes.len() - passed);
+    if list == "cpu" {
+        return line;
+    }
+    let built: Vec<_> = outcomes.iter().filter(|o| !o.providers_used.is_empty()).collect();
+    let on_ov = |o: &vinort_tools::testcase::CaseOutcome| o.providers_used.iter().filter(|(p, _)| p != "Cpu").count();
+    let whole = built.iter().filter(|o| o.providers_used.len() == 1 && on_ov(o) == 1).count();
+    let cpu_only = built.iter().filter(|o| on_ov(o) == 0).count();
+    line.push_str(&format!(
+        " (sessions built: {}; one OpenVINO partition: {whole}, split: {}, Cpu only: {cpu_only})",
+        built.len(),
+        built.len() - whole - cpu_only
+    ));
+    let mut why = std::collections::BTreeMap::<String, usize>::new();
+    for o in built.iter().filter(|o| !o.path.starts_with("whole model")) {
+        *why.entry(split_reason(&o.path)).or_default() += 1;
+    }
+    let mut why: Vec<(String, usize)> = why.into_iter().collect();
+    why.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    if !why.is_empty() {
+        let shown: Vec<String> = why.iter().take(8).map(|(k, n)| format!("{k} x{n}")).collect();
+        let more = if why.len() > 8 { format!("; {} more reasons", why.len() - 8) } else { String::new() };
+        line.push_str(&format!("\n  not whole, why: {}{more}", shown.join("; ")));
+    }
+    line
+}
+
+/// A plan path's reason for splitting, as a short key: the refused op and the kind of rule,
+/// or that the whole compile failed.
+fn split_reason(path: &str) -> String {
+    if let Some(rest) = path.split_once(" in any context, first ").map(|(_, r)| r) {
+        let op = rest.split_once(" (").and_then(|(_, r)| r.split_once("): "));
+        let Some((op, reason)) = op else { return rest.chars().take(60).collect() };
+        let kind =
+            if let Some((layer, _)) = reason.split_once(": ").filter(|(l, _)| !l.contains(' ') || *l == "slow path") {
+                layer.to_owned()
+            } else if reason.contains("float64") {
+                "float64".into()
+            } else if reason.contains("only tensors cross") {
+                "non-tensor value".into()
+            } else if reason.contains("does not exchange") {
+                "element type not exchanged".into()
+            } else {
+                "other".into()
+            };
+        return format!("{op} {kind}");
+    }
+    if path.contains("failed to compile as a whole") {
+        return "whole compile failed".into();
+    }
+    path.chars().take(60).collect()
+}
+
 /// The status column's word and the message of a non-pass.
 pub fn status_word(s: &vinort_tools::testcase::Status) -> (&'static str, String) {
     use vinort_tools::testcase::Status;

@@ -38,7 +38,7 @@ pub use error::{Error, Result};
 pub use graph::{Graph, Node, ValueId, ValueInfo, ValueSource};
 pub use load::Model;
 pub use petgraph::graph::NodeIndex;
-pub use provider::{Capability, CompiledPartition, ExecutionProvider, PartitionDef, RunContext};
+pub use provider::{Capability, CompiledPartition, ExecutionProvider, PartitionDef, RunContext, WholeModel};
 pub use tensor::{Origin, Shape, Tensor};
 pub use value::{Dim, Sequence, Value, ValueType};
 pub use vinort_proto as proto;

@@ -77,4 +77,35 @@ pub trait ExecutionProvider: Send + Sync + std::fmt::Debug {
 
     /// Compiles a partition of the main graph made only of nodes this provider claimed.
     fn compile(&self, model: &Model, part: &PartitionDef) -> Result<Box<dyn CompiledPartition>>;
+
+    /// Whole model first: asked of the first provider in the list before any per-node
+    /// question. A provider that can compile a whole model at once (as its native runtime
+    /// would) and finds no node it must refuse whatever the context (a wrong answer, a slow
+    /// path) compiles `part` (every node of the main graph) and returns it; per-node rules and
+    /// probes then never run. Otherwise it says why the model must be split. The default:
+    /// the provider has no whole-model path.
+    fn compile_whole(&self, model: &Model, part: &PartitionDef) -> Result<WholeModel> {
+        let _ = (model, part);
+        Ok(WholeModel::NotTried)
+    }
+}
+
+/// A provider's answer to [`ExecutionProvider::compile_whole`].
+pub enum WholeModel {
+    /// The whole model compiled as one partition; the string says how.
+    Compiled(Box<dyn CompiledPartition>, String),
+    /// The model must be split, for this reason (a named refusal or the whole compile's error).
+    Split(String),
+    /// The provider has no whole-model path; partition node by node.
+    NotTried,
+}
+
+impl std::fmt::Debug for WholeModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WholeModel::Compiled(_, how) => write!(f, "Compiled({how:?})"),
+            WholeModel::Split(why) => write!(f, "Split({why:?})"),
+            WholeModel::NotTried => f.write_str("NotTried"),
+        }
+    }
 }

@@ -52,12 +52,18 @@ pub struct PartitionPlan {
     pub refusals: Vec<Refusal>,
     /// Providers skipped because they could not start, and other warnings.
     pub warnings: Vec<String>,
+    /// How the plan was made: the whole model compiled at once by the first provider, or
+    /// split node by node, and why.
+    pub path: String,
 }
 
 impl fmt::Display for PartitionPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for w in &self.warnings {
             writeln!(f, "warning: {w}")?;
+        }
+        if !self.path.is_empty() {
+            writeln!(f, "path: {}", self.path)?;
         }
         writeln!(f, "{} partition(s):", self.partitions.len())?;
         for (i, p) in self.partitions.iter().enumerate() {
@@ -196,21 +202,40 @@ pub(crate) fn partition(
         })
         .collect();
     for (pi, d) in &defs {
-        let mut ops = BTreeMap::new();
-        for n in &d.nodes {
-            *ops.entry(g.node(*n).qualified_op()).or_insert(0) += 1;
-        }
-        plan.partitions.push(PlannedPartition {
-            provider: providers[*pi].name(),
-            def: d.clone(),
-            nodes: d.nodes.iter().map(|n| g.node(*n).name.clone()).collect(),
-            ops,
-            inputs: d.inputs.iter().map(|v| g.value(*v).name.clone()).collect(),
-            outputs: d.outputs.iter().map(|v| g.value(*v).name.clone()).collect(),
-            details: String::new(),
-        });
+        plan.partitions.push(planned(model, providers[*pi].name(), d));
     }
     Ok((defs, plan))
+}
+
+/// Every node of the main graph as one partition (for the whole-model-first attempt), or
+/// `None` for a graph without nodes.
+pub(crate) fn whole(model: &Model) -> Option<PartitionDef> {
+    let g = &model.graph;
+    let all = g.topo_order().to_vec();
+    if all.is_empty() {
+        return None;
+    }
+    let mut d = boundary(model, all);
+    d.whole_graph = d.inputs == g.inputs() && d.outputs == g.outputs();
+    Some(d)
+}
+
+/// A partition as shown in the plan (details come after compiling).
+pub(crate) fn planned(model: &Model, provider: String, d: &PartitionDef) -> PlannedPartition {
+    let g = &model.graph;
+    let mut ops = BTreeMap::new();
+    for n in &d.nodes {
+        *ops.entry(g.node(*n).qualified_op()).or_insert(0) += 1;
+    }
+    PlannedPartition {
+        provider,
+        def: d.clone(),
+        nodes: d.nodes.iter().map(|n| g.node(*n).name.clone()).collect(),
+        ops,
+        inputs: d.inputs.iter().map(|v| g.value(*v).name.clone()).collect(),
+        outputs: d.outputs.iter().map(|v| g.value(*v).name.clone()).collect(),
+        details: String::new(),
+    }
 }
 
 /// Nodes in a partition at or below which, with no heavy op among them, a partition does not

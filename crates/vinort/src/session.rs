@@ -6,7 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use vinort_ir::exec::{Plan, PlanBuilder, Step};
-use vinort_ir::{CompiledPartition, DType, Dim, Elem, Model, RunContext, Tensor, Value, ValueId, ValueType};
+use vinort_ir::{
+    CompiledPartition, DType, Dim, Elem, Model, RunContext, Tensor, Value, ValueId, ValueType, WholeModel,
+};
 
 use crate::error::{Error, Result};
 use crate::partition::{PartitionPlan, partition};
@@ -76,47 +78,12 @@ impl SessionBuilder {
             return Err(Error::Config("no execution provider could start".into()));
         }
         let g = &model.graph;
-        // A provider may find at compile time that it cannot run some nodes it claimed (its
-        // capability answer was wrong): those nodes are vetoed for it and the graph is
-        // partitioned again, so a wrong answer costs time, never the session.
-        let mut vetoes: HashMap<(usize, vinort_ir::NodeIndex), String> = HashMap::new();
-        let (plan, b) = loop {
-            let (defs, mut plan) = partition(&model, &started, &vetoes)?;
-            plan.warnings = warnings.clone();
-            let mut b = PlanBuilder::<ValueId, PartitionStep>::new();
-            for v in g.inputs() {
-                b.input(*v);
-            }
-            let mut refused = None;
-            for (i, (pi, def)) in defs.iter().enumerate() {
-                match started[*pi].compile(&model, def) {
-                    Ok(compiled) => {
-                        plan.partitions[i].details = compiled.describe();
-                        let ins: Vec<Option<ValueId>> = def.inputs.iter().map(|v| Some(*v)).collect();
-                        let outs: Vec<Option<ValueId>> = def.outputs.iter().map(|v| Some(*v)).collect();
-                        b.step(PartitionStep(compiled), &ins, &outs)?;
-                    }
-                    Err(vinort_ir::Error::RefusedAtCompile(nodes)) if !nodes.is_empty() => {
-                        refused = Some((*pi, nodes));
-                        break;
-                    }
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            match refused {
-                None => break (plan, b),
-                Some((pi, nodes)) => {
-                    for (n, why) in nodes {
-                        tracing::info!(node = %g.node(n).name, provider = %started[pi].name(), reason = %why, "refused at compile time");
-                        if vetoes.insert((pi, n), why).is_some() {
-                            return Err(Error::Config(format!(
-                                "provider {} refused node '{}' again after it was vetoed",
-                                started[pi].name(),
-                                g.node(n).name
-                            )));
-                        }
-                    }
-                }
+        let (plan, b) = match whole_model_first(&model, &started, &warnings)? {
+            Ok(done) => done,
+            Err(path) => {
+                let (mut plan, b) = split(&model, &started, &warnings)?;
+                plan.path = path;
+                (plan, b)
             }
         };
         let mut b = b;
@@ -133,6 +100,91 @@ impl SessionBuilder {
         let outputs: Vec<IoInfo> = g.outputs().iter().map(|v| io_info(g, *v)).collect();
         let output_names = outputs.iter().map(|o| o.name.clone()).collect();
         Ok(Session { inner: Arc::new(Inner { plan: b.build(), report: plan, inputs, outputs, output_names, model }) })
+    }
+}
+
+type Started = [Arc<dyn vinort_ir::ExecutionProvider>];
+type Built = (PartitionPlan, PlanBuilder<ValueId, PartitionStep>);
+
+/// Whole model first: the first provider compiles every node as one partition unless it names
+/// a node it must refuse in any context. `Ok(Err(path))` says why the model is split instead.
+fn whole_model_first(
+    model: &Model,
+    started: &Started,
+    warnings: &[String],
+) -> Result<std::result::Result<Built, String>> {
+    let first = &started[0];
+    let Some(def) = crate::partition::whole(model) else {
+        return Ok(Err("split: the graph has no nodes".into()));
+    };
+    match first.compile_whole(model, &def)? {
+        WholeModel::Compiled(compiled, how) => {
+            let g = &model.graph;
+            let mut b = PlanBuilder::<ValueId, PartitionStep>::new();
+            for v in g.inputs() {
+                b.input(*v);
+            }
+            let mut part = crate::partition::planned(model, first.name(), &def);
+            part.details = compiled.describe();
+            let ins: Vec<Option<ValueId>> = def.inputs.iter().map(|v| Some(*v)).collect();
+            let outs: Vec<Option<ValueId>> = def.outputs.iter().map(|v| Some(*v)).collect();
+            b.step(PartitionStep(compiled), &ins, &outs)?;
+            let plan = PartitionPlan {
+                partitions: vec![part],
+                refusals: vec![],
+                warnings: warnings.to_vec(),
+                path: format!("whole model: {} {how}", first.name()),
+            };
+            Ok(Ok((plan, b)))
+        }
+        WholeModel::Split(why) => Ok(Err(format!("split: {} {why}", first.name()))),
+        WholeModel::NotTried => Ok(Err(format!("split: node by node ({} has no whole-model path)", first.name()))),
+    }
+}
+
+/// Partitions node by node and compiles every partition.
+fn split(model: &Model, started: &Started, warnings: &[String]) -> Result<Built> {
+    let g = &model.graph;
+    // A provider may find at compile time that it cannot run some nodes it claimed (its
+    // capability answer was wrong): those nodes are vetoed for it and the graph is
+    // partitioned again, so a wrong answer costs time, never the session.
+    let mut vetoes: HashMap<(usize, vinort_ir::NodeIndex), String> = HashMap::new();
+    loop {
+        let (defs, mut plan) = partition(model, started, &vetoes)?;
+        plan.warnings = warnings.to_vec();
+        let mut b = PlanBuilder::<ValueId, PartitionStep>::new();
+        for v in g.inputs() {
+            b.input(*v);
+        }
+        let mut refused = None;
+        for (i, (pi, def)) in defs.iter().enumerate() {
+            match started[*pi].compile(model, def) {
+                Ok(compiled) => {
+                    plan.partitions[i].details = compiled.describe();
+                    let ins: Vec<Option<ValueId>> = def.inputs.iter().map(|v| Some(*v)).collect();
+                    let outs: Vec<Option<ValueId>> = def.outputs.iter().map(|v| Some(*v)).collect();
+                    b.step(PartitionStep(compiled), &ins, &outs)?;
+                }
+                Err(vinort_ir::Error::RefusedAtCompile(nodes)) if !nodes.is_empty() => {
+                    refused = Some((*pi, nodes));
+                    break;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let Some((pi, nodes)) = refused else {
+            return Ok((plan, b));
+        };
+        for (n, why) in nodes {
+            tracing::info!(node = %g.node(n).name, provider = %started[pi].name(), reason = %why, "refused at compile time");
+            if vetoes.insert((pi, n), why).is_some() {
+                return Err(Error::Config(format!(
+                    "provider {} refused node '{}' again after it was vetoed",
+                    started[pi].name(),
+                    g.node(n).name
+                )));
+            }
+        }
     }
 }
 

@@ -33,8 +33,12 @@ use crate::{ffi, probe, rules, semantics, slow};
 pub(super) enum Answer {
     /// OpenVINO runs it; later layers are not asked.
     Claim,
-    /// OpenVINO must not run it, for this reason; later layers are not asked.
+    /// OpenVINO must not run it in any context (a wrong answer, a crash, a slow path), for
+    /// this reason; later layers are not asked.
     Refuse(String),
+    /// OpenVINO would not convert or compile the node *alone*: a refusal when the model is
+    /// split, but no evidence against a whole model that compiles.
+    Soft(String),
     /// No opinion: ask the next layer.
     Pass,
 }
@@ -50,6 +54,9 @@ pub(super) struct Layer<Q> {
     pub(super) name: &'static str,
     pub(super) prefix: &'static str,
     pub(super) ask: fn(&Q) -> Answer,
+    /// Asked before a whole-model compile ([`firm_refusal`]); the probe is not (it compiles
+    /// the node alone, which proves nothing about the whole model).
+    pub(super) whole: bool,
 }
 
 /// The refusal of the first layer that answers (prefixed with the layer's tag), or `None` when
@@ -60,10 +67,24 @@ pub(super) fn decide<Q>(layers: &[Layer<Q>], q: &Q) -> Option<String> {
         match (layer.ask)(q) {
             Answer::Pass => continue,
             Answer::Claim => return None,
-            Answer::Refuse(why) => {
+            Answer::Refuse(why) | Answer::Soft(why) => {
                 tracing::trace!(layer = layer.name, reason = %why, "node refused");
                 return Some(format!("{}{why}", layer.prefix));
             }
+        }
+    }
+    None
+}
+
+/// The refusal that holds whatever the node's context, from the layers asked before a
+/// whole-model compile, or `None`: a soft refusal (the node does not compile alone) is left
+/// for the whole compile to confirm or disprove.
+pub(super) fn firm_refusal<Q>(layers: &[Layer<Q>], q: &Q) -> Option<String> {
+    for layer in layers.iter().filter(|l| l.whole) {
+        match (layer.ask)(q) {
+            Answer::Pass => continue,
+            Answer::Claim | Answer::Soft(_) => return None,
+            Answer::Refuse(why) => return Some(format!("{}{why}", layer.prefix)),
         }
     }
     None
@@ -80,13 +101,14 @@ pub(super) struct Query<'a> {
 }
 
 /// The layers, in the order they are asked.
-pub(super) fn layers<'a>() -> [Layer<Query<'a>>; 5] {
+pub(super) fn layers<'a>() -> [Layer<Query<'a>>; 6] {
     [
-        Layer { name: "static", prefix: "", ask: exchangeable },
-        Layer { name: "semantics", prefix: "semantics: ", ask: semantic },
-        Layer { name: "slow", prefix: "slow path: ", ask: slow_path },
-        Layer { name: "table", prefix: "rule: ", ask: table },
-        Layer { name: "probe", prefix: "probe: ", ask: probed },
+        Layer { name: "static", prefix: "", ask: exchangeable, whole: true },
+        Layer { name: "semantics", prefix: "semantics: ", ask: semantic, whole: true },
+        Layer { name: "slow", prefix: "slow path: ", ask: slow_path, whole: true },
+        Layer { name: "qdq", prefix: "", ask: fake_quantize, whole: true },
+        Layer { name: "table", prefix: "rule: ", ask: table, whole: true },
+        Layer { name: "probe", prefix: "probe: ", ask: probed, whole: false },
     ]
 }
 
@@ -131,9 +153,36 @@ fn table(q: &Query) -> Answer {
     let dtypes: Vec<_> = n.inputs.iter().map(|v| v.and_then(|v| g.value(v).ty.tensor_dtype())).collect();
     match rules::lookup(&n.domain, &n.op_type, n.opset, q.device, &dtypes) {
         rules::Verdict::Supported { .. } => Answer::Claim,
-        rules::Verdict::Refused { reason } => Answer::Refuse(reason),
+        rules::Verdict::Refused { reason, firm: true } => Answer::Refuse(reason),
+        rules::Verdict::Refused { reason, firm: false } => Answer::Soft(reason),
         rules::Verdict::Unknown => Answer::Pass,
     }
+}
+
+/// A QuantizeLinear whose every consumer is a DequantizeLinear (the QDQ form quantization
+/// tools write around every quantized op) is claimed before the table, which refuses
+/// QuantizeLinear for its tie rounding.
+///
+/// Measured on OpenVINO 2026.4.1 CPU (f32): QuantizeLinear rounds `x / scale` ties (`n + ½`)
+/// differently from ONNX's round-half-to-even, so its *integer* output differs by one on exact
+/// ties, and the table refuses it. In the Q→DQ form OpenVINO fuses the pair (with the op it
+/// wraps) into its low-precision pipeline: the integer never leaves, and the dequantized
+/// activation moves by one quantization step on exact ties only. That is the accuracy contract
+/// of QDQ models: ONNX Runtime's own fused int8 kernels differ from the unfused graph by up to
+/// two steps on mobilenetv2_qdq (docs/conformance.md). A QuantizeLinear whose integers are read
+/// by anything else, or are a graph output, stays with the table's refusal.
+fn fake_quantize(q: &Query) -> Answer {
+    let g = &q.model.graph;
+    let n = g.node(q.ix);
+    if !n.is("QuantizeLinear") {
+        return Answer::Pass;
+    }
+    let Some(Some(out)) = n.outputs.first() else { return Answer::Pass };
+    let consumers = g.consumers(*out);
+    let only_dequantized = !consumers.is_empty()
+        && !g.outputs().contains(out)
+        && consumers.iter().all(|c| g.node(*c).is("DequantizeLinear"));
+    if only_dequantized { Answer::Claim } else { Answer::Pass }
 }
 
 /// An input of the node whose type no rule knows (it comes from an op vinort has no rule for).
@@ -172,9 +221,9 @@ mod tests {
     struct Script([Answer; 3]);
 
     const FAKE: &[Layer<Script>] = &[
-        Layer { name: "a", prefix: "a: ", ask: |s| s.0[0].clone() },
-        Layer { name: "b", prefix: "b: ", ask: |s| s.0[1].clone() },
-        Layer { name: "c", prefix: "c: ", ask: |s| s.0[2].clone() },
+        Layer { name: "a", prefix: "a: ", ask: |s| s.0[0].clone(), whole: true },
+        Layer { name: "b", prefix: "b: ", ask: |s| s.0[1].clone(), whole: true },
+        Layer { name: "c", prefix: "c: ", ask: |s| s.0[2].clone(), whole: false },
     ];
 
     fn refuse(why: &str) -> Answer {
@@ -190,14 +239,29 @@ mod tests {
         assert_eq!(decide([Pass, Claim, refuse("z")]), None, "a claim stops before a later refusal");
         assert_eq!(decide([Pass, Pass, refuse("z")]), Some("c: z".into()));
         assert_eq!(decide([Pass, Pass, Pass]), None, "nothing against it: claimed");
+        let soft = || Answer::Soft("alone".into());
+        assert_eq!(decide([Pass, soft(), Claim]), Some("b: alone".into()), "split: a soft refusal refuses");
+    }
+
+    #[test]
+    fn capability_whole_model_check_skips_soft_refusals_and_the_probe() {
+        use Answer::{Claim, Pass};
+        let firm = |s: [Answer; 3]| firm_refusal(FAKE, &Script(s));
+        let soft = || Answer::Soft("alone".into());
+        assert_eq!(firm([refuse("x"), Claim, Claim]), Some("a: x".into()), "a firm refusal splits the model");
+        assert_eq!(firm([soft(), refuse("y"), Claim]), None, "a soft refusal is left to the whole compile");
+        assert_eq!(firm([Pass, refuse("y"), Claim]), Some("b: y".into()));
+        assert_eq!(firm([Pass, Pass, refuse("probe")]), None, "layers not marked `whole` are not asked");
     }
 
     #[test]
     fn capability_layers_go_from_cheap_to_expensive() {
         let names: Vec<&str> = layers().iter().map(|l| l.name).collect();
-        assert_eq!(names, ["static", "semantics", "slow", "table", "probe"]);
+        assert_eq!(names, ["static", "semantics", "slow", "qdq", "table", "probe"]);
         let prefixes: Vec<&str> = layers().iter().map(|l| l.prefix).collect();
-        assert_eq!(prefixes, ["", "semantics: ", "slow path: ", "rule: ", "probe: "]);
+        assert_eq!(prefixes, ["", "semantics: ", "slow path: ", "", "rule: ", "probe: "]);
+        let whole: Vec<bool> = layers().iter().map(|l| l.whole).collect();
+        assert_eq!(whole, [true, true, true, true, true, false], "only the probe is skipped before a whole compile");
     }
 
     #[test]

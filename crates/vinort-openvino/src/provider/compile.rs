@@ -43,9 +43,24 @@ struct Job<'a> {
     edits_inputs: bool,
 }
 
+/// What a failed compile does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum OnFailure {
+    /// Probe each node alone to find the ones to blame (a partition of a split model).
+    Blame,
+    /// Refuse every node with the compile's error, probing nothing (the whole-model attempt:
+    /// the model is split next anyway, and the per-node layers decide there).
+    RefuseAll,
+}
+
 impl OpenVinoProvider {
     /// Compiles a partition with the first strategy that works.
-    pub(super) fn compile_partition(&self, model: &Model, part: &PartitionDef) -> Result<Box<dyn CompiledPartition>> {
+    pub(super) fn compile_partition(
+        &self,
+        model: &Model,
+        part: &PartitionDef,
+        on_failure: OnFailure,
+    ) -> Result<Box<dyn CompiledPartition>> {
         let started = self.started()?;
         let input_names: Vec<&str> = part.inputs.iter().map(|v| model.graph.value(*v).name.as_str()).collect();
         let o = &self.options;
@@ -63,25 +78,33 @@ impl OpenVinoProvider {
             input_names,
             edits_inputs,
         };
-        if let Some(compiled) = whole_file(&job) {
-            return self.finish(&job, None, compiled, FROM_FILE);
+        match whole_file(&job) {
+            Some(Ok(compiled)) => return self.finish(&job, None, compiled, FROM_FILE),
+            // The file did not compile: the partition vinort serializes may (OpenVINO's reader
+            // lacks what vinort's loader does, such as inlining model-local functions), but
+            // reading the file again would fail the same way.
+            Some(Err(e)) => tracing::debug!(error = %first_line(&e), "the model file did not compile; serializing it"),
+            None => {}
         }
         if let Some(compiled) = partition_file(&job) {
             return self.finish(&job, None, compiled, FROM_PARTITION_FILE);
         }
-        let (template, compiled) = self.in_memory(&job)?;
-        let how = if model.path.is_some() && part.whole_graph { FROM_FILE } else { FROM_SERIALIZED };
+        let file_failed = job.model.path.is_some() && part.whole_graph && !job.edits_inputs;
+        let (template, compiled, from_file) = self.in_memory(&job, on_failure, !file_failed)?;
+        let how = if from_file { FROM_FILE } else { FROM_SERIALIZED };
         self.finish(&job, Some(template), compiled, how)
     }
 
     /// Reads the original file (whole graph) or the serialized partition, applies
     /// `reshape_input` and `layout`, and compiles; on failure blames the nodes that fail alone.
-    fn in_memory(&self, job: &Job) -> Result<(OvModel, CompiledModel)> {
+    /// The flag says whether the model was read from its file.
+    fn in_memory(&self, job: &Job, on_failure: OnFailure, read_file: bool) -> Result<(OvModel, CompiledModel, bool)> {
         let (core, model, part) = (job.core, job.model, job.part);
-        let from_file = match (&model.path, part.whole_graph) {
-            (Some(path), true) => core.read_model_from_file(path).ok(),
+        let from_file = match (&model.path, part.whole_graph, read_file) {
+            (Some(path), true, true) => core.read_model_from_file(path).ok(),
             _ => None,
         };
+        let read_from_file = from_file.is_some();
         let attempt = (|| -> std::result::Result<(OvModel, CompiledModel), Failed> {
             let mut m = match from_file {
                 Some(m) => m,
@@ -115,27 +138,33 @@ impl OpenVinoProvider {
             Ok((m, c))
         })();
         match attempt {
-            Ok(c) => Ok(c),
+            Ok((m, c)) => Ok((m, c, read_from_file)),
             // A bad reshape_input/layout is the user's error, not the nodes' fault.
             Err(Failed::Edit(e)) => Err(e),
-            Err(Failed::Nodes(e)) => {
-                // Find the nodes to blame: probe each alone; if none fails alone, the partition
-                // fails only as a whole and all of it goes back.
-                let mut blamed: Vec<(NodeIndex, String)> = part
-                    .nodes
-                    .iter()
-                    .filter_map(|&ix| match self.probe(model, ix, job.started) {
-                        probe::Verdict::Ok => None,
-                        probe::Verdict::Refused(r) => Some((ix, format!("compile probe: {r}"))),
-                    })
-                    .collect();
-                if blamed.is_empty() {
-                    let why = format!("partition failed to compile as a whole: {}", first_line(&e));
-                    blamed = refuse_all(part, &why);
-                }
-                Err(Error::RefusedAtCompile(blamed))
-            }
+            Err(Failed::Nodes(e)) => Err(self.failed(job, &e, on_failure)),
         }
+    }
+
+    /// The nodes a failed compile refuses: those that fail alone when blaming (if none does,
+    /// the partition fails only as a whole and all of it goes back), else all of them.
+    fn failed(&self, job: &Job, e: &str, on_failure: OnFailure) -> Error {
+        let (model, part) = (job.model, job.part);
+        let why = format!("partition failed to compile as a whole: {}", first_line(e));
+        if on_failure == OnFailure::RefuseAll {
+            return Error::RefusedAtCompile(refuse_all(part, &why));
+        }
+        let mut blamed: Vec<(NodeIndex, String)> = part
+            .nodes
+            .iter()
+            .filter_map(|&ix| match self.probe(model, ix, job.started) {
+                probe::Verdict::Ok => None,
+                probe::Verdict::Refused(r) => Some((ix, format!("compile probe: {r}"))),
+            })
+            .collect();
+        if blamed.is_empty() {
+            blamed = refuse_all(part, &why);
+        }
+        Error::RefusedAtCompile(blamed)
     }
 
     /// Checks a compiled partition against its definition and wraps it for running.
@@ -213,14 +242,15 @@ impl OpenVinoProvider {
 }
 
 /// Strategy 1: the whole model file in one call, when nothing is edited before compiling.
-fn whole_file(job: &Job) -> Option<CompiledModel> {
+/// `None` when the strategy does not apply; else the compile's outcome.
+fn whole_file(job: &Job) -> Option<std::result::Result<CompiledModel, String>> {
     let (Some(path), true, false) = (&job.model.path, job.part.whole_graph, job.edits_inputs) else {
         return None;
     };
-    job.core
-        .compile_from_file(path, &job.started.resolved.device, &job.props)
-        .map_err(|e| tracing::debug!(error = %e, "compiling the model file failed; trying the partition"))
-        .ok()
+    Some(job.core.compile_from_file(path, &job.started.resolved.device, &job.props).map_err(|e| {
+        tracing::debug!(error = %e, "compiling the model file failed");
+        e.to_string()
+    }))
 }
 
 /// Strategy 2: a partition of a model file with `cache_dir`, through its partition file.

@@ -24,7 +24,9 @@ mod shape_cache;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use vinort_ir::{Capability, CompiledPartition, ExecutionProvider, Model, NodeIndex, PartitionDef, Result};
+use vinort_ir::{Capability, CompiledPartition, ExecutionProvider, Model, NodeIndex, PartitionDef, Result, WholeModel};
+
+use compile::OnFailure;
 
 pub use partition::OvPartition;
 pub use shape_cache::SHAPE_CACHE;
@@ -131,15 +133,48 @@ impl OpenVinoProvider {
     }
 }
 
-/// The first non-empty line of an OpenVINO message, at most 300 characters: OpenVINO's
-/// messages carry stack-like context that would swamp a partition plan.
+/// An OpenVINO message in one line of at most 300 characters: OpenVINO's messages carry a
+/// stack of "Exception from <file>:<line>" and "Check '…' failed at <file>" lines before the
+/// words that say what went wrong; those are dropped and the rest joined.
 fn first_line(s: &str) -> String {
-    let l = s.lines().find(|l| !l.trim().is_empty()).unwrap_or(s);
-    if l.len() > 300 {
-        format!("{}…", &l[..l.char_indices().nth(300).map_or(l.len(), |(i, _)| i)])
-    } else {
-        l.to_owned()
+    let context = |l: &str| {
+        let l = l.trim();
+        l.is_empty() || l.starts_with("Exception from ") || (l.starts_with("Check '") && l.contains(" failed at "))
+    };
+    let mut parts = vec![];
+    for (i, line) in s.lines().enumerate() {
+        // The first line may be vinort's own prefix ("OpenVINO <call> failed (-1): ") followed
+        // by the first context line.
+        let line = match (i, line.find("Exception from ")) {
+            (0, Some(at)) => {
+                parts.push(line[..at].trim_end().to_owned());
+                &line[at..]
+            }
+            _ => line,
+        };
+        if !context(line) {
+            parts.push(line.trim().to_owned());
+        }
     }
+    let l = parts.into_iter().filter(|p| !p.is_empty()).collect::<Vec<_>>().join(" ");
+    let l = if l.is_empty() { s.trim().to_owned() } else { l };
+    match l.char_indices().nth(300) {
+        Some((i, _)) => format!("{}…", &l[..i]),
+        None => l,
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn first_line_keeps_what_went_wrong() {
+    let e = "OpenVINO ov_core_compile_model_from_file_props failed (-1): Exception from src/inference/src/cpp/core.cpp:132:\nException from src/inference/src/dev/plugin.cpp:59:\nCheck 'false' failed at src/frontends/common_translators/src/unconverted_ops_report.cpp:151:\nFrontEnd API failed with OpConversionFailure:\nModel wasn't fully converted.\nSummary:\n-- No conversion rule found for operations: vinort.fn.Block\n\n";
+    assert_eq!(
+        first_line(e),
+        "OpenVINO ov_core_compile_model_from_file_props failed (-1): FrontEnd API failed with OpConversionFailure: \
+         Model wasn't fully converted. Summary: -- No conversion rule found for operations: vinort.fn.Block"
+    );
+    assert_eq!(first_line("plain"), "plain");
+    assert_eq!(first_line(&"x".repeat(400)).chars().count(), 301);
 }
 
 impl ExecutionProvider for OpenVinoProvider {
@@ -174,7 +209,46 @@ impl ExecutionProvider for OpenVinoProvider {
     }
 
     fn compile(&self, model: &Model, part: &PartitionDef) -> Result<Box<dyn CompiledPartition>> {
-        self.compile_partition(model, part)
+        self.compile_partition(model, part, OnFailure::Blame)
+    }
+
+    /// Whole model first, as native OpenVINO would run it: unless a layer refuses a node in
+    /// any context (static, semantics, slow path, a measured wrong answer or crash), the whole
+    /// model is compiled at once, and only a failed compile splits it. A node the table or a
+    /// probe refuses only *alone* (OpenVINO did not convert that single-node model) is no
+    /// evidence against a whole model that compiles, so no probe runs here.
+    fn compile_whole(&self, model: &Model, part: &PartitionDef) -> Result<WholeModel> {
+        let s = self.started()?;
+        let layers = capability::layers();
+        let never = |_| -> probe::Verdict { unreachable!("the probe layer is not asked before a whole compile") };
+        let firm: Vec<(NodeIndex, String)> = part
+            .nodes
+            .iter()
+            .filter_map(|&ix| {
+                let q = capability::Query { model, ix, device: &s.table_device, probe: &never };
+                capability::firm_refusal(&layers, &q).map(|why| (ix, why))
+            })
+            .collect();
+        if let Some((ix, why)) = firm.first() {
+            let n = model.graph.node(*ix);
+            return Ok(WholeModel::Split(format!(
+                "refuses {} node(s) in any context, first {} ({}): {why}",
+                firm.len(),
+                n.name,
+                n.qualified_op()
+            )));
+        }
+        match self.compile_partition(model, part, OnFailure::RefuseAll) {
+            Ok(compiled) => Ok(WholeModel::Compiled(
+                compiled,
+                "compiled the model as a whole: no semantic, slow-path, wrong-answer or type rule refuses a node"
+                    .into(),
+            )),
+            Err(vinort_ir::Error::RefusedAtCompile(nodes)) => Ok(WholeModel::Split(
+                nodes.first().map_or_else(|| "did not compile the model as a whole".into(), |(_, why)| why.clone()),
+            )),
+            Err(e) => Err(e),
+        }
     }
 }
 

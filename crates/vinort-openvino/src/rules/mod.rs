@@ -69,6 +69,10 @@ pub enum Verdict {
     Refused {
         /// Why, specific enough to act on (release, device, op, type, the error or difference).
         reason: String,
+        /// True when the refusal holds in any context: OpenVINO computed a wrong answer, or
+        /// crashed or hung, on the single node. False when it only refused to convert or
+        /// compile the node alone, which a whole model that compiles disproves.
+        firm: bool,
     },
     /// Not measured (op, opset, element type or table unavailable): let run-time verification decide.
     Unknown,
@@ -104,6 +108,15 @@ pub struct Rule {
     pub measured: Measured,
     /// The probe's short explanation (an error's first line, a max difference, ...).
     pub reason: String,
+}
+
+impl Rule {
+    /// The probe's process crashed or hung on the node (the measuring script runs each probe in
+    /// a child process with a time limit and says so in the reason).
+    pub fn crashes(&self) -> bool {
+        self.measured == Measured::Unsupported
+            && (self.reason.contains("process crashed") || self.reason.contains("did not finish"))
+    }
 }
 
 /// Which node inputs carry an op's key element type.
@@ -242,12 +255,14 @@ impl RuleTable {
             Measured::Supported => {
                 Verdict::Supported { reason: format!("{head} measured supported ({range}: {}){note}", rule.reason) }
             }
-            Measured::Unsupported => {
-                Verdict::Refused { reason: format!("{head} is not supported ({range}: {}){note}", rule.reason) }
-            }
-            Measured::WrongResult => {
-                Verdict::Refused { reason: format!("{head} gives wrong results ({range}: {}){note}", rule.reason) }
-            }
+            Measured::Unsupported => Verdict::Refused {
+                reason: format!("{head} is not supported ({range}: {}){note}", rule.reason),
+                firm: rule.crashes(),
+            },
+            Measured::WrongResult => Verdict::Refused {
+                reason: format!("{head} gives wrong results ({range}: {}){note}", rule.reason),
+                firm: true,
+            },
             Measured::ModelInvalid => Verdict::Unknown,
         }
     }
@@ -291,7 +306,8 @@ fn table() -> Option<&'static RuleTable> {
 ///   only if every measured type agrees. An unmeasured type gives
 ///   [`Verdict::Unknown`].
 ///
-/// Entries measured as `wrong_result` are refused like unsupported ones.
+/// Entries measured as `wrong_result` are refused like unsupported ones, but firmly (see
+/// [`Verdict::Refused`]).
 pub fn lookup(domain: &str, op: &str, opset: i64, device: &str, dtypes: &[Option<DType>]) -> Verdict {
     match table() {
         Some(t) => t.lookup(domain, op, opset, device, dtypes),

@@ -203,7 +203,8 @@ fn rules_every_refusal_in_the_table_is_refused_with_its_reason() {
             dtypes[indices[0]] = Some(dt);
         }
         let v = t.lookup("", &r.op, r.until_opset, "CPU", &dtypes);
-        let Verdict::Refused { reason } = v else { panic!("{r:?} not refused: {v:?}") };
+        let Verdict::Refused { reason, firm } = v else { panic!("{r:?} not refused: {v:?}") };
+        assert_eq!(firm, r.measured == Measured::WrongResult || r.crashes(), "{r:?}");
         assert!(reason.contains(&r.reason), "{reason} lacks {}", r.reason);
         assert!(reason.contains(&format!("OpenVINO {} CPU: {}", t.version(), r.op)), "{reason}");
         if r.measured == Measured::WrongResult {
@@ -253,7 +254,7 @@ fn rules_key_inputs_and_aggregation() {
     };
     // Where: the condition (input 0, bool) does not decide; input 1, else 2, does.
     let w = t.lookup("", "Where", 9, "CPU", &[Some(DType::Bool), Some(DType::I8), Some(DType::I8)]);
-    assert!(matches!(&w, Verdict::Refused { reason } if reason.contains("max diff 3")), "{w:?}");
+    assert!(matches!(&w, Verdict::Refused { reason, firm: true } if reason.contains("max diff 3")), "{w:?}");
     let w = t.lookup("", "Where", 9, "CPU", &[Some(DType::Bool), None, Some(DType::F32)]);
     assert!(matches!(w, Verdict::Supported { .. }), "{w:?}");
     // Unknown types: mixed verdicts are Unknown, unanimous ones are answered.
@@ -264,7 +265,8 @@ fn rules_key_inputs_and_aggregation() {
     assert_eq!(
         m,
         Verdict::Refused {
-            reason: "OpenVINO 9.9.9 CPU: Mod opset 12 with int8 gives wrong results (opsets 10-28: max diff 3)".into()
+            reason: "OpenVINO 9.9.9 CPU: Mod opset 12 with int8 gives wrong results (opsets 10-28: max diff 3)".into(),
+            firm: true,
         }
     );
     // Output-keyed ops aggregate over every measured type.

@@ -161,6 +161,9 @@ pub struct CaseOutcome {
     /// Per partition of the session, in execution order: provider name and the op types it
     /// ran (empty when the session was not built).
     pub providers_used: Vec<(String, Vec<String>)>,
+    /// How the session's plan was made (`PartitionPlan::path`: whole model, or split and why;
+    /// empty when the session was not built).
+    pub path: String,
 }
 
 /// Runs one case: builds a session with the providers `providers` returns, feeds every data
@@ -174,7 +177,13 @@ pub struct CaseOutcome {
 ///
 /// Never panics: a panic while building or running becomes [`Status::Error`] `panic: ...`.
 pub fn run_case(case: &TestCase, providers: impl Fn() -> Vec<Provider>, tol: Tolerance) -> CaseOutcome {
-    let mut outcome = CaseOutcome { name: case.name.clone(), status: Status::Pass, note: None, providers_used: vec![] };
+    let mut outcome = CaseOutcome {
+        name: case.name.clone(),
+        status: Status::Pass,
+        note: None,
+        providers_used: vec![],
+        path: String::new(),
+    };
     let result = catch_unwind(AssertUnwindSafe(|| run_inner(case, &providers, tol, &mut outcome)));
     outcome.status = match result {
         Ok(status) => status,
@@ -203,6 +212,7 @@ fn run_inner(case: &TestCase, providers: &dyn Fn() -> Vec<Provider>, tol: Tolera
         Ok(s) => s,
         Err(e) => return Status::Error(build_error_message(&e)),
     };
+    out.path = session.plan().path.clone();
     out.providers_used =
         session.plan().partitions.iter().map(|p| (p.provider.clone(), p.ops.keys().cloned().collect())).collect();
     let g = &session.model().graph;

@@ -422,7 +422,13 @@ fn random_ops_are_found_with_their_ranges() {
 
 #[test]
 fn report_lines() {
-    let o = |status: Status| CaseOutcome { name: "test_x".into(), status, note: None, providers_used: vec![] };
+    let o = |status: Status| CaseOutcome {
+        name: "test_x".into(),
+        status,
+        note: None,
+        providers_used: vec![],
+        path: String::new(),
+    };
     assert_eq!(format_line(&o(Status::Pass)), "PASS test_x");
     assert_eq!(format_line(&o(Status::Error("boom\nmore detail".into()))), "ERROR test_x: boom");
     assert_eq!(format_line(&o(Status::Fail("output 0 shape".into()))), "FAIL test_x: output 0 shape");
