@@ -150,6 +150,9 @@ pub struct Graph {
     pub(crate) outer: Vec<ValueId>,
     pub(crate) order: Vec<NodeIndex>,
     pub(crate) opsets: Arc<BTreeMap<String, i64>>,
+    /// Overridable initializers: graph inputs that also have an initializer (IR >= 4). The
+    /// value is a runtime input; the tensor is what a run that does not feed it uses.
+    pub(crate) defaults: HashMap<ValueId, Tensor>,
 }
 
 impl Graph {
@@ -186,6 +189,12 @@ impl Graph {
     /// Runtime inputs, in declaration order (initializers excluded).
     pub fn inputs(&self) -> &[ValueId] {
         &self.inputs
+    }
+
+    /// The default of an overridable initializer (a graph input that also has an initializer,
+    /// IR >= 4): feeding the input replaces it, not feeding it uses it.
+    pub fn input_default(&self, v: ValueId) -> Option<&Tensor> {
+        self.defaults.get(&v)
     }
 
     /// Outputs in declaration order.

@@ -36,7 +36,7 @@ pub use attr::{Attr, FromAttr};
 pub use dtype::{DType, Elem};
 pub use error::{Error, Result};
 pub use graph::{Graph, Node, ValueId, ValueInfo, ValueSource};
-pub use load::Model;
+pub use load::{Metadata, Model};
 pub use petgraph::graph::NodeIndex;
 pub use provider::{Capability, CompiledPartition, ExecutionProvider, PartitionDef, RunContext, WholeModel};
 pub use tensor::{Origin, Shape, Tensor};

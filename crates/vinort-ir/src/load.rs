@@ -38,6 +38,47 @@ pub struct Model {
     pub path: Option<PathBuf>,
     /// The bytes of the model file (the mapping itself when loaded from a path).
     pub bytes: Bytes,
+    /// What the file says about itself (ONNX Runtime's `ModelMetadata`).
+    pub metadata: Metadata,
+}
+
+/// A model's descriptive fields and `metadata_props`, as ONNX Runtime's `ModelMetadata`
+/// exposes them. Empty strings where the file has nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Metadata {
+    /// `producer_name`.
+    pub producer_name: String,
+    /// `producer_version`.
+    pub producer_version: String,
+    /// `domain` (the model's namespace, e.g. `com.example`).
+    pub domain: String,
+    /// `model_version`.
+    pub version: i64,
+    /// The model's `doc_string`.
+    pub description: String,
+    /// The main graph's `doc_string`.
+    pub graph_description: String,
+    /// The main graph's name.
+    pub graph_name: String,
+    /// `metadata_props` (a key given twice keeps its last value, as ONNX Runtime does).
+    pub custom: BTreeMap<String, String>,
+}
+
+impl Metadata {
+    fn from_proto(p: &onnx::ModelProto) -> Metadata {
+        let text = |s: &Option<String>| s.clone().unwrap_or_default();
+        let graph = p.graph.as_ref();
+        Metadata {
+            producer_name: text(&p.producer_name),
+            producer_version: text(&p.producer_version),
+            domain: text(&p.domain),
+            version: p.model_version.unwrap_or(0),
+            description: text(&p.doc_string),
+            graph_description: graph.map(|g| text(&g.doc_string)).unwrap_or_default(),
+            graph_name: graph.map(|g| text(&g.name)).unwrap_or_default(),
+            custom: p.metadata_props.iter().map(|e| (text(&e.key), text(&e.value))).collect(),
+        }
+    }
 }
 
 impl Model {
@@ -93,7 +134,8 @@ impl Model {
         )
         .trim()
         .to_owned();
-        let mut model = Model { ir_version, opsets, producer, graph, path: None, bytes };
+        let metadata = Metadata::from_proto(&proto);
+        let mut model = Model { ir_version, opsets, producer, graph, path: None, bytes, metadata };
         crate::infer::infer_graph(&mut model.graph);
         Ok(model)
     }
@@ -181,18 +223,33 @@ impl Builder<'_> {
             let ty = ValueType::tensor(tensor.dtype(), tensor.shape());
             add(&mut g, &name, ty, ValueSource::Initializer(tensor));
         }
-        // Inputs. An input that is also an initializer (IR < 4 style) stays a constant.
+        // Inputs. An input that is also an initializer is, from IR 4 on, an overridable
+        // initializer: a runtime input whose default is the initializer (ONNX Runtime's
+        // semantics). Before IR 4 every initializer had to be listed as an input too, so there
+        // it stays a constant.
         for vi in &gp.input {
             let name = vi.name.clone().unwrap_or_default();
             let ty = vi.r#type.as_ref().map(value_type_from_proto).unwrap_or(ValueType::Unknown);
-            if let Some(id) = g.by_name.get(&name) {
-                if matches!(g.values[id.index()].source, ValueSource::Initializer(_)) {
-                    if !self.old_ir {
-                        tracing::debug!(input = %name, "graph input has an initializer; treated as constant");
-                    }
+            if let Some(&id) = g.by_name.get(&name) {
+                let pos = g.inputs.len();
+                let value = &mut g.values[id.index()];
+                let ValueSource::Initializer(default) = &value.source else {
+                    return Err(Error::InvalidModel(format!("graph input '{name}' is declared twice")));
+                };
+                if self.old_ir || depth > 0 {
                     continue;
                 }
-                return Err(Error::InvalidModel(format!("graph input '{name}' is declared twice")));
+                // Shares the initializer's storage (a mapped weight is not copied).
+                let default = default.clone();
+                value.source = ValueSource::Input(pos);
+                // The declared type, when it agrees with the default's element type, keeps the
+                // symbolic dims a feed may vary; otherwise the default's own type.
+                if ty.tensor_dtype() == Some(default.dtype()) {
+                    value.ty = ty;
+                }
+                g.defaults.insert(id, default);
+                g.inputs.push(id);
+                continue;
             }
             let pos = g.inputs.len();
             let id = add(&mut g, &name, ty, ValueSource::Input(pos));

@@ -33,7 +33,7 @@ pub use error::{Error, RefusedNode, Result};
 pub use partition::{PartitionPlan, PlannedPartition, Refusal};
 pub use provider::{Cpu, OpenVino, Provider};
 pub use session::{Input, IoInfo, Outputs, Runtime, Session, SessionBuilder, TensorRef};
-pub use vinort_ir::{DType, Dim, Model, Sequence, Tensor, Value, ValueType};
+pub use vinort_ir::{DType, Dim, Metadata, Model, Sequence, Tensor, Value, ValueType};
 
 /// OpenVINO provider options and information. Option shapes use [`openvino::ShapeDim`]
 /// (fixed, bounded or dynamic) so they do not clash with the model's [`Dim`].

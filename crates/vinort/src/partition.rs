@@ -197,7 +197,7 @@ pub(crate) fn partition(
     let defs: Vec<(usize, PartitionDef)> = defs
         .into_iter()
         .map(|(pi, mut d)| {
-            d.whole_graph = whole && d.inputs == g.inputs() && d.outputs == g.outputs();
+            d.whole_graph = whole && is_whole_graph(model, &d);
             (pi, d)
         })
         .collect();
@@ -216,8 +216,16 @@ pub(crate) fn whole(model: &Model) -> Option<PartitionDef> {
         return None;
     }
     let mut d = boundary(model, all);
-    d.whole_graph = d.inputs == g.inputs() && d.outputs == g.outputs();
+    d.whole_graph = is_whole_graph(model, &d);
     Some(d)
+}
+
+/// The partition has the graph's own inputs and outputs, so a provider may compile the model
+/// file instead. Not when an input is an overridable initializer: a file reader (OpenVINO's)
+/// folds those into constants, and a fed value would be ignored.
+fn is_whole_graph(model: &Model, d: &PartitionDef) -> bool {
+    let g = &model.graph;
+    d.inputs == g.inputs() && d.outputs == g.outputs() && g.inputs().iter().all(|v| g.input_default(*v).is_none())
 }
 
 /// A partition as shown in the plan (details come after compiling).

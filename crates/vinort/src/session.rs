@@ -190,16 +190,27 @@ fn split(model: &Model, started: &Started, warnings: &[String]) -> Result<Built>
 
 fn io_info(g: &vinort_ir::Graph, v: ValueId) -> IoInfo {
     let info = g.value(v);
-    IoInfo { name: info.name.clone(), ty: info.ty.clone() }
+    IoInfo { name: info.name.clone(), ty: info.ty.clone(), default: g.input_default(v).cloned() }
 }
 
 /// Name and type of a model input or output.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct IoInfo {
     /// The name.
     pub name: String,
     /// Element type and shape, with symbolic dims as named in the model.
     pub ty: ValueType,
+    /// For an overridable initializer (a graph input that also has an initializer, IR >= 4,
+    /// ONNX Runtime's `get_overridable_initializers`): the value a run that does not feed the
+    /// input uses. `None` for inputs that must be fed, and for outputs.
+    pub default: Option<Tensor>,
+}
+
+impl IoInfo {
+    /// True when a run must feed this input (it has no default).
+    pub fn required(&self) -> bool {
+        self.default.is_none()
+    }
 }
 
 struct PartitionStep(Box<dyn CompiledPartition>);
@@ -349,7 +360,14 @@ impl Session {
         &self.inner.model
     }
 
-    /// Runs the model. Every input must be given once, by name.
+    /// What the model file says about itself: producer, domain, version, descriptions and
+    /// `metadata_props` (ONNX Runtime's `ModelMetadata`).
+    pub fn metadata(&self) -> &vinort_ir::Metadata {
+        &self.inner.model.metadata
+    }
+
+    /// Runs the model. Every input must be given once, by name; an overridable initializer
+    /// ([`IoInfo::default`]) may be left out, and then its initializer is used.
     ///
     /// ```no_run
     /// # fn main() -> Result<(), vinort::Error> {
@@ -389,10 +407,17 @@ impl Session {
         }
         let mut ordered: SmallVec<[Value; 8]> = SmallVec::with_capacity(n);
         for (info, v) in self.inner.inputs.iter().zip(given) {
-            let v = v.ok_or_else(|| Error::Input {
-                name: info.name.clone(),
-                message: "missing (every model input must be given)".into(),
-            })?;
+            let v = match (v, &info.default) {
+                (Some(v), _) => v,
+                // Shares the initializer's storage.
+                (None, Some(default)) => Value::Tensor(default.clone()),
+                (None, None) => {
+                    return Err(Error::Input {
+                        name: info.name.clone(),
+                        message: "missing (every model input without an initializer must be given)".into(),
+                    });
+                }
+            };
             check_input(info, &v)?;
             // Kernels need element-aligned storage; a caller's misaligned shared bytes are
             // copied once (the only copy of an input vinort ever makes).

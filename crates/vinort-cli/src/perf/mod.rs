@@ -211,7 +211,8 @@ fn make_inputs(session: &Session, data_set: Option<&Path>, a: &PerfArgs) -> Resu
     }
     let mut notes = vec![];
     let mut rng = crate::Rng(a.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-    for info in session.inputs() {
+    // An overridable initializer not given keeps its initializer.
+    for info in session.inputs().iter().filter(|i| i.required()) {
         if given.iter().any(|(n, ..)| *n == info.name) {
             continue;
         }
