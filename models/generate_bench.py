@@ -26,6 +26,8 @@ crc32(name)]), so generating one model alone gives the same bytes as
 generating all of them.
 
     mobilenetv2          MobileNetV2 1.0, 1x3x224x224 -> logits 1x1000     (opset 17)
+    mobilenetv2_qdq      the same, quantized by onnxruntime.quantization.quantize_static
+                         (QDQ, per-channel int8 weights, uint8 activations)
     resnet50             ResNet-50 v1.5, 1x3x224x224 -> logits 1x1000      (opset 17)
     bert_base            BERT-base encoder, 12 layers, hidden 768, seq 128 (opset 17)
     bert_mini            BERT-mini encoder, 4 layers, hidden 256, seq 128  (opset 17)
@@ -70,7 +72,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate import OPSET, SEED, GraphBuilder, f32, finish_model, i64  # noqa: E402
 
 # scripts/gen-bench-models reads this line (keep it one line, names separated by spaces).
-BENCH_MODELS = "mobilenetv2 resnet50 bert_base bert_mini partition_cnn_bench segnet_bench"
+BENCH_MODELS = "mobilenetv2 mobilenetv2_qdq resnet50 bert_base bert_mini partition_cnn_bench segnet_bench"
 
 PRODUCER = "vinort models/generate_bench.py"
 DEFORM_OPSET = 19  # DeformConv exists from opset 19
@@ -474,8 +476,23 @@ def build_bert_mini(rng):
     return build_bert(rng, "bert_mini", layers=4, hidden=256, heads=4, ffn=1024)
 
 
+def build_mobilenetv2_qdq(rng):
+    """mobilenetv2 quantized the way users quantize a CNN for int8 CPU inference:
+    onnxruntime.quantization's pre-processing and quantize_static in QDQ format, per-channel
+    int8 weights, uint8 activations, calibrated on seeded random inputs (scripts/gen_corpus.py's
+    quantize_static_qdq, the corpus's mobilenetv2_qdq_per_channel_u8s8). `rng` draws the
+    float network, as for mobilenetv2."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import gen_corpus
+    from onnxruntime.quantization import QuantType
+
+    model, feeds = build_mobilenetv2(rng)
+    return gen_corpus.quantize_static_qdq(model, "mobilenetv2_qdq", True, QuantType.QUInt8), feeds
+
+
 BUILDERS = {
     "mobilenetv2": build_mobilenetv2,
+    "mobilenetv2_qdq": build_mobilenetv2_qdq,
     "resnet50": build_resnet50,
     "bert_base": build_bert_base,
     "bert_mini": build_bert_mini,

@@ -135,6 +135,9 @@ fn split_reason(path: &str) -> String {
     if path.contains("failed to compile as a whole") {
         return "whole compile failed".into();
     }
+    if path.contains("compiled model has") {
+        return "compiled signature differs from the graph's".into();
+    }
     path.chars().take(60).collect()
 }
 

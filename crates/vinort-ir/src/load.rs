@@ -40,6 +40,9 @@ pub struct Model {
     pub bytes: Bytes,
     /// What the file says about itself (ONNX Runtime's `ModelMetadata`).
     pub metadata: Metadata,
+    /// The files weights are mapped from (the model file itself and its external data files),
+    /// as canonical paths with their mappings.
+    pub weight_files: Vec<(PathBuf, Bytes)>,
 }
 
 /// A model's descriptive fields and `metadata_props`, as ONNX Runtime's `ModelMetadata`
@@ -87,8 +90,11 @@ impl Model {
         let path = path.as_ref();
         let bytes = map_file(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
         let dir = path.parent().map(|p| if p.as_os_str().is_empty() { PathBuf::from(".") } else { p.to_owned() });
-        let mut m = Model::from_bytes_in(bytes, dir)?;
+        let mut m = Model::from_bytes_in(bytes.clone(), dir)?;
         m.path = Some(path.to_owned());
+        if let Ok(canon) = path.canonicalize() {
+            m.weight_files.push((canon, bytes));
+        }
         Ok(m)
     }
 
@@ -135,7 +141,8 @@ impl Model {
         .trim()
         .to_owned();
         let metadata = Metadata::from_proto(&proto);
-        let mut model = Model { ir_version, opsets, producer, graph, path: None, bytes, metadata };
+        let weight_files = ext.into_files();
+        let mut model = Model { ir_version, opsets, producer, graph, path: None, bytes, metadata, weight_files };
         crate::infer::infer_graph(&mut model.graph);
         Ok(model)
     }

@@ -32,6 +32,11 @@ impl ExternalData {
         ExternalData { base, maps: Mutex::new(HashMap::new()) }
     }
 
+    /// The files mapped so far (canonical paths) with their mappings.
+    pub fn into_files(self) -> Vec<(PathBuf, Bytes)> {
+        self.maps.into_inner().unwrap_or_else(|p| p.into_inner()).into_iter().collect()
+    }
+
     fn load(&self, tensor: &str, entries: &[onnx::StringStringEntryProto], nbytes: usize) -> Result<Bytes> {
         let err = |message: String| Error::ExternalData { tensor: tensor.to_owned(), message };
         let mut location = None;

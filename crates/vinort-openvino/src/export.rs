@@ -1,9 +1,25 @@
 //! A partition as a standalone ONNX model, for OpenVINO's ONNX frontend.
 //!
 //! Nodes are the file's own `NodeProto`s (attributes and subgraphs exactly as written);
-//! initializers the nodes read (directly or from subgraphs) are included with their bytes
-//! shared, not copied, until the final encoding; boundary values become graph inputs and
-//! outputs typed from the IR.
+//! boundary values become graph inputs and outputs typed from the IR; initializers the nodes
+//! read (directly or from subgraphs) are included in one of two ways ([`Weights`]):
+//!
+//! - **by address**, for a partition OpenVINO reads from memory in this process: a weight of
+//!   at least [`BY_ADDRESS_MIN_BYTES`] is written as ONNX external data whose location is
+//!   OpenVINO's in-memory marker `*/_ORT_MEM_ADDR_/*` (the convention ONNX Runtime's OpenVINO
+//!   EP uses, which OpenVINO's ONNX frontend honours: the offset is the address, the length the
+//!   size). OpenVINO takes the bytes where vinort holds them (the model file's mapping, an
+//!   external data file's mapping), so the serialized partition is a few kilobytes whatever
+//!   the weights weigh, encoding copies no weight, and a partition of a model over protobuf's
+//!   2 GiB limit can be written at all. The caller keeps the returned tensors alive as long
+//!   as anything OpenVINO made from the partition (OpenVINO may share rather than copy them).
+//!   A file path would not do: OpenVINO refuses external data outside the folder of the model
+//!   it reads, and a partition read from memory has none.
+//! - **inline**, for a partition written to disk (`cache_dir` partition files, read by a later
+//!   process): every weight's bytes go into the file.
+//!
+//! vinort's loader refuses a model whose own external data names the marker (it is no file in
+//! the model's folder), so only vinort's serializer ever writes it.
 
 use prost::Message;
 use vinort_ir::proto::onnx;
@@ -39,8 +55,32 @@ pub fn type_proto(t: &ValueType) -> Option<onnx::TypeProto> {
     Some(onnx::TypeProto { value: Some(value), denotation: None })
 }
 
+/// How a serialized partition carries its weights (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weights {
+    /// Large weights by their address in this process (read from memory, now).
+    ByAddress,
+    /// Every weight's bytes in the file (written to disk).
+    Inline,
+}
+
+/// A serialized partition and the weights it references by address, which must outlive
+/// whatever OpenVINO reads from it.
+pub struct Serialized {
+    /// The ONNX model.
+    pub bytes: Vec<u8>,
+    /// The tensors referenced by address (empty for [`Weights::Inline`]).
+    pub by_address: Vec<vinort_ir::Tensor>,
+}
+
 /// Serializes nodes of the main graph with the given boundary as an ONNX model.
-pub fn partition_model(model: &Model, nodes: &[NodeIndex], inputs: &[ValueId], outputs: &[ValueId]) -> Result<Vec<u8>> {
+pub fn partition_model(
+    model: &Model,
+    nodes: &[NodeIndex],
+    inputs: &[ValueId],
+    outputs: &[ValueId],
+    weights: Weights,
+) -> Result<Serialized> {
     let g = &model.graph;
     let mut node_protos = Vec::with_capacity(nodes.len());
     let mut inits: Vec<ValueId> = vec![];
@@ -74,12 +114,20 @@ pub fn partition_model(model: &Model, nodes: &[NodeIndex], inputs: &[ValueId], o
         }
         Ok(onnx::ValueInfoProto { name: Some(info.name.clone()), r#type: ty, ..Default::default() })
     };
+    let mut kept = vec![];
     let graph = onnx::GraphProto {
         name: Some("vinort_partition".into()),
         node: node_protos,
         initializer: inits
             .iter()
-            .filter_map(|v| g.initializer(*v).map(|t| tensor_to_proto(&g.value(*v).name, t)))
+            .filter_map(|v| {
+                let t = g.initializer(*v)?;
+                let (proto, by_address) = initializer(&g.value(*v).name, t, weights);
+                if by_address {
+                    kept.push(t.clone());
+                }
+                Some(proto)
+            })
             .collect(),
         input: inputs.iter().map(|v| vi(*v, true)).collect::<Result<_>>()?,
         output: outputs.iter().map(|v| vi(*v, false)).collect::<Result<_>>()?,
@@ -96,7 +144,39 @@ pub fn partition_model(model: &Model, nodes: &[NodeIndex], inputs: &[ValueId], o
         graph: Some(graph),
         ..Default::default()
     };
-    Ok(m.encode_to_vec())
+    Ok(Serialized { bytes: m.encode_to_vec(), by_address: kept })
+}
+
+/// Below this many bytes a weight is inlined even by address: small constants (shapes, scales,
+/// zero points) are most of a graph's initializers and cost nothing to copy.
+pub const BY_ADDRESS_MIN_BYTES: usize = 1024;
+
+/// OpenVINO's ONNX frontend reads external data at this location from memory (offset: the
+/// address, length: the size).
+pub const IN_MEMORY_LOCATION: &str = "*/_ORT_MEM_ADDR_/*";
+
+/// An initializer as a `TensorProto`, and whether it references the tensor's bytes by address.
+fn initializer(name: &str, t: &vinort_ir::Tensor, weights: Weights) -> (onnx::TensorProto, bool) {
+    let bytes = t.as_bytes();
+    // Packed (sub-byte) types are unpacked in memory; strings have no bytes to point at.
+    let addressable = t.dtype().packed_bits() >= 8 && t.dtype() != vinort_ir::DType::String;
+    if weights == Weights::Inline || !addressable || bytes.len() < BY_ADDRESS_MIN_BYTES {
+        return (tensor_to_proto(name, t), false);
+    }
+    let entry = |k: &str, v: String| onnx::StringStringEntryProto { key: Some(k.into()), value: Some(v) };
+    let proto = onnx::TensorProto {
+        name: Some(name.to_owned()),
+        dims: t.shape().iter().map(|d| *d as i64).collect(),
+        data_type: Some(t.dtype().onnx_code()),
+        data_location: Some(onnx::tensor_proto::DataLocation::External as i32),
+        external_data: vec![
+            entry("location", IN_MEMORY_LOCATION.into()),
+            entry("offset", (bytes.as_ptr() as usize).to_string()),
+            entry("length", bytes.len().to_string()),
+        ],
+        ..Default::default()
+    };
+    (proto, true)
 }
 
 #[cfg(test)]
@@ -111,9 +191,69 @@ mod tests {
         let m = one_node("Relu", 14, &[vi("x", 0, &[2])], vec![], &["x"], vec![]);
         let g = &m.graph;
         let (x, y) = (g.value_id("x").unwrap(), g.value_id("y").unwrap());
-        let e = partition_model(&m, g.topo_order(), &[x], &[y]).unwrap_err().to_string();
+        let e = partition_model(&m, g.topo_order(), &[x], &[y], Weights::Inline).err().unwrap().to_string();
         assert!(e.contains("partition input 'x' is untyped"), "{e}");
         let typed = one_node("Relu", 14, &[vi("x", 1, &[2])], vec![], &["x"], vec![]);
-        assert!(partition_model(&typed, typed.graph.topo_order(), &[x], &[y]).is_ok());
+        assert!(partition_model(&typed, typed.graph.topo_order(), &[x], &[y], Weights::Inline).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod weight_tests {
+    use super::*;
+    use prost::Message;
+    use vinort_ir::Tensor;
+    use vinort_ir::tensor_proto::tensor_to_proto;
+
+    /// y = (x + big) * small: by address, the partition points at `big`'s bytes where the
+    /// loaded model holds them and inlines `small`; inline, it carries both.
+    #[test]
+    fn large_weights_go_by_address_small_ones_and_files_on_disk_inline() {
+        use vinort_ir::proto::build::{fixed_tensor_info as vi, node};
+        let n = 4096;
+        let big: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+        let graph = onnx::GraphProto {
+            name: Some("g".into()),
+            node: vec![node("Add", "add", &["x", "big"], &["s"]), node("Mul", "mul", &["s", "small"], &["y"])],
+            input: vec![vi("x", 1, &[n as i64])],
+            output: vec![vi("y", 1, &[n as i64])],
+            initializer: vec![
+                tensor_to_proto("big", &Tensor::from_slice(&[n], &big).unwrap()),
+                tensor_to_proto("small", &Tensor::from_slice(&[4], &[2f32; 4]).unwrap()),
+            ],
+            ..Default::default()
+        };
+        let proto = onnx::ModelProto {
+            ir_version: Some(9),
+            opset_import: vec![onnx::OperatorSetIdProto { domain: Some(String::new()), version: Some(17) }],
+            graph: Some(graph),
+            ..Default::default()
+        };
+        let m = Model::from_bytes(proto.encode_to_vec()).unwrap();
+        let g = &m.graph;
+        let id = |s: &str| g.value_id(s).unwrap();
+        let held = g.initializer(id("big")).unwrap();
+
+        let s = partition_model(&m, g.topo_order(), &[id("x")], &[id("y")], Weights::ByAddress).unwrap();
+        assert!(s.bytes.len() < 1024, "{} bytes: the big weight was inlined", s.bytes.len());
+        assert_eq!(s.by_address.len(), 1);
+        assert_eq!(s.by_address[0].as_bytes().as_ptr(), held.as_bytes().as_ptr(), "the caller keeps big alive");
+        let part = onnx::ModelProto::decode(s.bytes.as_slice()).unwrap();
+        let inits = part.graph.unwrap().initializer;
+        let get = |name: &str| inits.iter().find(|t| t.name.as_deref() == Some(name)).unwrap().clone();
+        let small = get("small");
+        assert!(small.external_data.is_empty() && small.raw_data.is_some(), "small weights are inlined");
+        let big_p = get("big");
+        assert_eq!(big_p.data_location, Some(onnx::tensor_proto::DataLocation::External as i32));
+        let entry = |k: &str| {
+            big_p.external_data.iter().find(|e| e.key.as_deref() == Some(k)).and_then(|e| e.value.clone()).unwrap()
+        };
+        assert_eq!(entry("location"), IN_MEMORY_LOCATION);
+        assert_eq!(entry("offset"), (held.as_bytes().as_ptr() as usize).to_string());
+        assert_eq!(entry("length"), (n * 4).to_string());
+        assert_eq!(big_p.dims, [n as i64]);
+
+        let s = partition_model(&m, g.topo_order(), &[id("x")], &[id("y")], Weights::Inline).unwrap();
+        assert!(s.bytes.len() > n * 4 && s.by_address.is_empty(), "inline carries every weight");
     }
 }

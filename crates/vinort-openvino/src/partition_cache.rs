@@ -8,8 +8,8 @@
 //! cache folder, `vinort-partition-<key>.onnx`, and compiles it from that file: OpenVINO's
 //! own cache then keys on the file, and a warm session finds its compiled blob without
 //! serializing the partition or reading it. The key covers what determines the partition
-//! without reading any weight: the model file's identity (canonical path, size,
-//! modification time), the partition's nodes and boundary, the compile properties, the device
+//! without reading any weight: the identity (canonical path, size, modification time) of the
+//! model file and of the external data files its partition files point into, the partition's nodes and boundary, the compile properties, the device
 //! and the OpenVINO version. (Importing an exported blob instead is not an option through
 //! the C API: `ov_core_import_model` takes no properties, and the CPU plugin then runs an
 //! f32 partition in bf16.)
@@ -39,6 +39,13 @@ pub fn entry(
         path.display(),
         meta.len()
     );
+    // Partition files reference weights in the model's external data files (see
+    // `crate::export`): their identity is part of the key too.
+    for (file, _) in model.weight_files.iter().filter(|(f, _)| *f != path) {
+        let meta = std::fs::metadata(file).ok()?;
+        let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
+        let _ = writeln!(key, "weights {} size {} mtime {mtime}", file.display(), meta.len());
+    }
     let mut sorted: Vec<&(String, String)> = props.iter().filter(|(k, _)| k != "CACHE_DIR").collect();
     sorted.sort();
     for (k, v) in sorted {

@@ -22,7 +22,7 @@ use super::partition::{Compiled, OvPartition};
 use super::shape_cache::{Lru, PerShape, SHAPE_CACHE};
 use super::{OpenVinoProvider, Started, first_line};
 use crate::error::to_ir_error;
-use crate::export::partition_model;
+use crate::export::{Weights, partition_model};
 use crate::ffi::{self, CompiledModel, Core, OvModel};
 use crate::probe;
 
@@ -79,7 +79,7 @@ impl OpenVinoProvider {
             edits_inputs,
         };
         match whole_file(&job) {
-            Some(Ok(compiled)) => return self.finish(&job, None, compiled, FROM_FILE),
+            Some(Ok(compiled)) => return self.finish(&job, None, compiled, FROM_FILE, vec![]),
             // The file did not compile: the partition vinort serializes may (OpenVINO's reader
             // lacks what vinort's loader does, such as inlining model-local functions), but
             // reading the file again would fail the same way.
@@ -87,31 +87,32 @@ impl OpenVinoProvider {
             None => {}
         }
         if let Some(compiled) = partition_file(&job) {
-            return self.finish(&job, None, compiled, FROM_PARTITION_FILE);
+            return self.finish(&job, None, compiled, FROM_PARTITION_FILE, vec![]);
         }
         let file_failed = job.model.path.is_some() && part.whole_graph && !job.edits_inputs;
-        let (template, compiled, from_file) = self.in_memory(&job, on_failure, !file_failed)?;
-        let how = if from_file { FROM_FILE } else { FROM_SERIALIZED };
-        self.finish(&job, Some(template), compiled, how)
+        let done = self.in_memory(&job, on_failure, !file_failed)?;
+        let how = if done.from_file { FROM_FILE } else { FROM_SERIALIZED };
+        self.finish(&job, Some(done.template), done.compiled, how, done.weights)
     }
 
     /// Reads the original file (whole graph) or the serialized partition, applies
     /// `reshape_input` and `layout`, and compiles; on failure blames the nodes that fail alone.
-    /// The flag says whether the model was read from its file.
-    fn in_memory(&self, job: &Job, on_failure: OnFailure, read_file: bool) -> Result<(OvModel, CompiledModel, bool)> {
+    fn in_memory(&self, job: &Job, on_failure: OnFailure, read_file: bool) -> Result<InMemory> {
         let (core, model, part) = (job.core, job.model, job.part);
         let from_file = match (&model.path, part.whole_graph, read_file) {
             (Some(path), true, true) => core.read_model_from_file(path).ok(),
             _ => None,
         };
         let read_from_file = from_file.is_some();
-        let attempt = (|| -> std::result::Result<(OvModel, CompiledModel), Failed> {
+        let mut weights = vec![];
+        let attempt = || -> std::result::Result<(OvModel, CompiledModel), Failed> {
             let mut m = match from_file {
                 Some(m) => m,
                 None => {
-                    let bytes = partition_model(model, &part.nodes, &part.inputs, &part.outputs)
+                    let s = partition_model(model, &part.nodes, &part.inputs, &part.outputs, Weights::ByAddress)
                         .map_err(|e| Failed::Nodes(e.to_string()))?;
-                    core.read_model_from_memory(&bytes).map_err(Failed::ov)?
+                    weights = s.by_address;
+                    core.read_model_from_memory(&s.bytes).map_err(Failed::ov)?
                 }
             };
             // reshape_input and layout name model inputs; they apply to the partitions those
@@ -136,9 +137,9 @@ impl OpenVinoProvider {
             }
             let c = core.compile(&m, &job.started.resolved.device, &job.props).map_err(Failed::ov)?;
             Ok((m, c))
-        })();
-        match attempt {
-            Ok((m, c)) => Ok((m, c, read_from_file)),
+        };
+        match attempt() {
+            Ok((template, compiled)) => Ok(InMemory { template, compiled, from_file: read_from_file, weights }),
             // A bad reshape_input/layout is the user's error, not the nodes' fault.
             Err(Failed::Edit(e)) => Err(e),
             Err(Failed::Nodes(e)) => Err(self.failed(job, &e, on_failure)),
@@ -174,6 +175,7 @@ impl OpenVinoProvider {
         template: Option<OvModel>,
         compiled: CompiledModel,
         how: &str,
+        weights: Vec<vinort_ir::Tensor>,
     ) -> Result<Box<dyn CompiledPartition>> {
         let (s, part) = (job.started, job.part);
         let inputs = compiled.inputs().map_err(to_ir_error)?;
@@ -237,6 +239,7 @@ impl OpenVinoProvider {
             per_shape,
             describe,
             effective,
+            _weights: weights,
         }))
     }
 }
@@ -265,8 +268,9 @@ fn partition_file(job: &Job) -> Option<CompiledModel> {
     let (model, part) = (job.model, job.part);
     let written = entry.is_file()
         || crate::partition_cache::store(&entry, |tmp| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-            let bytes = partition_model(model, &part.nodes, &part.inputs, &part.outputs)?;
-            Ok(std::fs::write(tmp, bytes)?)
+            // Read by later processes: weights inline, never by address.
+            let s = partition_model(model, &part.nodes, &part.inputs, &part.outputs, Weights::Inline)?;
+            Ok(std::fs::write(tmp, s.bytes)?)
         })
         .map_err(|e| tracing::warn!(entry = %entry.display(), error = %e, "could not write the partition file"))
         .is_ok();
@@ -282,6 +286,17 @@ fn partition_file(job: &Job) -> Option<CompiledModel> {
             None
         }
     }
+}
+
+/// What the in-memory strategy compiled.
+struct InMemory {
+    /// The read model (kept for per-shape compiles).
+    template: OvModel,
+    compiled: CompiledModel,
+    /// Read from the model file rather than a serialized partition.
+    from_file: bool,
+    /// Weights the serialized partition referenced by address.
+    weights: Vec<vinort_ir::Tensor>,
 }
 
 /// Why the in-memory strategy failed.

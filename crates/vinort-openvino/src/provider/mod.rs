@@ -32,7 +32,7 @@ pub use partition::OvPartition;
 pub use shape_cache::SHAPE_CACHE;
 
 use crate::error::{OvError, OvResult, to_ir_error};
-use crate::export::partition_model;
+use crate::export::{Weights, partition_model};
 use crate::ffi;
 use crate::options::{OpenVinoOptions, Resolved};
 use crate::probe;
@@ -117,10 +117,11 @@ impl OpenVinoProvider {
         let mut dedup = inputs.clone();
         dedup.dedup();
         let outputs: Vec<_> = n.outputs.iter().flatten().copied().collect();
-        let verdict = match partition_model(model, &[ix], &dedup, &outputs) {
+        let verdict = match partition_model(model, &[ix], &dedup, &outputs, Weights::ByAddress) {
             Err(e) => probe::Verdict::Refused(e.to_string()),
-            Ok(bytes) => match ffi::core().and_then(|c| {
-                let m = c.read_model_from_memory(&bytes)?;
+            // The weights `ser` references by address outlive the compile (dropped at the end).
+            Ok(ser) => match ffi::core().and_then(|c| {
+                let m = c.read_model_from_memory(&ser.bytes)?;
                 c.compile(&m, &s.resolved.device, &self.compile_props(s))
             }) {
                 Ok(_) => probe::Verdict::Ok,

@@ -46,6 +46,10 @@ pub struct OvPartition {
     pub(super) per_shape: Option<PerShape>,
     pub(super) describe: String,
     pub(super) effective: Vec<(String, String)>,
+    /// Weights the partition handed OpenVINO by address (`crate::export`): OpenVINO may use
+    /// them in place, so they live as long as the compiled model (declared last: dropped
+    /// after it).
+    pub(super) _weights: Vec<vinort_ir::Tensor>,
 }
 
 impl OvPartition {
