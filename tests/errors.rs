@@ -147,6 +147,14 @@ fn external_data_escapes_and_bad_ranges_are_refused_naming_the_tensor() {
         let path = external_model(&inner, "link.bin", "0", None);
         let e = Runtime::load(&path).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.contains("outside the model's folder"), "{e}");
+        // OpenVINO reads this location from memory (the offset as an address): refused even
+        // when a file of that name exists, so a model file can never point OpenVINO at memory.
+        let marker = inner.join("*").join("_ORT_MEM_ADDR_");
+        std::fs::create_dir_all(&marker).unwrap();
+        std::fs::write(marker.join("*"), vec![0u8; 24]).unwrap();
+        let path = external_model(&inner, "*/_ORT_MEM_ADDR_/*", "0", None);
+        let e = Runtime::load(&path).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("tensor 'w'") && e.contains("reserved for in-memory data"), "{e}");
     }
     // Loaded from bytes there is no folder to resolve against.
     let bytes = std::fs::read(external_model(&inner, "w.bin", "0", None)).unwrap();

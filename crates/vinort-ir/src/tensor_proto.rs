@@ -58,6 +58,11 @@ impl ExternalData {
             }
         }
         let location = location.ok_or_else(|| err("no 'location' key".into()))?;
+        // OpenVINO's ONNX reader takes this location as "the offset is a memory address": a
+        // file naming it would make OpenVINO read arbitrary memory when it compiles the file.
+        if location == IN_MEMORY_MARKER {
+            return Err(err(format!("location '{location}' is reserved for in-memory data; a model file cannot use it")));
+        }
         let rel = Path::new(&location);
         if rel.is_absolute() || location.starts_with('/') || location.starts_with('\\') {
             return Err(err(format!(
@@ -105,6 +110,10 @@ impl ExternalData {
         Ok(file_bytes.slice(offset..end))
     }
 }
+
+/// The external-data location OpenVINO's ONNX frontend reads from memory (see
+/// `vinort_openvino::export`).
+pub const IN_MEMORY_MARKER: &str = "*/_ORT_MEM_ADDR_/*";
 
 /// Maps a whole file read-only and shares it as `Bytes` (empty files become empty bytes).
 pub fn map_file(path: &Path) -> std::io::Result<Bytes> {

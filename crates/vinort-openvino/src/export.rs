@@ -153,7 +153,7 @@ pub const BY_ADDRESS_MIN_BYTES: usize = 1024;
 
 /// OpenVINO's ONNX frontend reads external data at this location from memory (offset: the
 /// address, length: the size).
-pub const IN_MEMORY_LOCATION: &str = "*/_ORT_MEM_ADDR_/*";
+pub const IN_MEMORY_LOCATION: &str = vinort_ir::tensor_proto::IN_MEMORY_MARKER;
 
 /// An initializer as a `TensorProto`, and whether it references the tensor's bytes by address.
 fn initializer(name: &str, t: &vinort_ir::Tensor, weights: Weights) -> (onnx::TensorProto, bool) {
