@@ -1,11 +1,14 @@
-//! Control flow: [If](https://onnx.ai/onnx/operators/onnx__If.html) (opsets 1–24).
+//! Control flow: [If](https://onnx.ai/onnx/operators/onnx__If.html) (opsets 1–24), and
+//! [`Body`], the compiled graph attribute that every other op with one runs (Loop, Scan and
+//! SequenceMap in `sequence/looping.rs`, FlexAttention's `score_mod`/`prob_mod` in
+//! `attention/flex.rs`).
 //!
-//! Branches are compiled into Cpu plans when the node is compiled and run with the outer-scope
-//! values the node receives as implicit inputs.
+//! Branches and bodies are compiled into Cpu plans when the node is compiled and run with the
+//! outer-scope values the node receives as implicit inputs.
 
 use std::sync::Arc;
 
-use vinort_ir::{Error, Graph, Result, RunContext, Value};
+use vinort_ir::{Attr, DType, Error, Graph, Result, RunContext, Value};
 
 use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
 use crate::provider::SubgraphPlan;
@@ -66,5 +69,85 @@ impl Kernel for If {
             );
         }
         branch.run(&args, ctx)
+    }
+}
+
+/// A compiled graph attribute with the positions of its outer values among the node's implicit
+/// inputs.
+pub(crate) struct Body {
+    pub(crate) plan: SubgraphPlan,
+    /// For each outer value the body reads, its index among the node's implicit inputs.
+    outer_pos: Vec<usize>,
+    /// Declared element type and static shape of each body output, when known.
+    pub(crate) out_types: Vec<(Option<DType>, Option<Vec<usize>>)>,
+}
+
+impl Body {
+    /// Compiles graph attribute `attr` of the node (an error when it is missing).
+    pub(crate) fn compile(info: &NodeInfo<'_>, attr: &str) -> Result<Body> {
+        let g = info.node.req_attr::<Arc<Graph>>(attr)?;
+        Body::compile_graph(info, attr, &g)
+    }
+
+    /// Compiles graph attribute `attr` if the node has it.
+    pub(crate) fn compile_opt(info: &NodeInfo<'_>, attr: &str) -> Result<Option<Body>> {
+        info.node.attr::<Arc<Graph>>(attr)?.map(|g| Body::compile_graph(info, attr, &g)).transpose()
+    }
+
+    fn compile_graph(info: &NodeInfo<'_>, attr: &str, g: &Arc<Graph>) -> Result<Body> {
+        let plan = SubgraphPlan::compile(g).map_err(|e| Error::unsupported(format!("{attr}: {e}")))?;
+        // The loader gives the node the sorted union of the outer values read by all of its
+        // graph attributes (FlexAttention has two), so positions are found in that union.
+        let mut implicit: Vec<String> = vec![];
+        for (_, a) in &info.node.attrs {
+            let graphs: &[Arc<Graph>] = match a {
+                Attr::Graph(g) => std::slice::from_ref(g),
+                Attr::Graphs(gs) => gs,
+                _ => continue,
+            };
+            for sub in graphs {
+                implicit.extend(sub.outer_refs().iter().map(|v| sub.value(*v).name.clone()));
+            }
+        }
+        implicit.sort();
+        implicit.dedup();
+        let outer_pos =
+            plan.outer_names.iter().map(|n| implicit.iter().position(|m| m == n).unwrap_or(usize::MAX)).collect();
+        let out_types = g
+            .outputs()
+            .iter()
+            .map(|v| {
+                let ty = &g.value(*v).ty;
+                (ty.tensor_dtype(), ty.static_shape())
+            })
+            .collect();
+        Ok(Body { plan, outer_pos, out_types })
+    }
+
+    /// Runs with formal inputs; `outer` are the node's implicit inputs.
+    pub(crate) fn run(&self, formal: &[&Value], outer: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
+        if formal.len() != self.plan.num_inputs {
+            return Err(Error::invalid(format!(
+                "the body takes {} inputs, {} given",
+                self.plan.num_inputs,
+                formal.len()
+            )));
+        }
+        let mut args: Vec<&Value> = Vec::with_capacity(formal.len() + self.outer_pos.len());
+        args.extend_from_slice(formal);
+        for (name, pos) in self.plan.outer_names.iter().zip(&self.outer_pos) {
+            args.push(
+                outer
+                    .get(*pos)
+                    .copied()
+                    .flatten()
+                    .ok_or_else(|| Error::invalid(format!("outer value '{name}' missing")))?,
+            );
+        }
+        let out = self.plan.run(&args, ctx)?;
+        if out.len() != self.plan.num_outputs {
+            return Err(Error::invalid("the body returned a wrong number of outputs"));
+        }
+        Ok(out)
     }
 }

@@ -4,6 +4,8 @@
 //!   opsets 23–latest (3-D and 4-D inputs, grouped-query heads, boolean or additive masks,
 //!   causal and sliding-window masking, softcap, KV cache, `nonpad_kv_seqlen`); the per-head
 //!   loop is in [`heads`][heads].
+//! - [`flex`][flex]: [FlexAttention](https://onnx.ai/onnx/operators/onnx_aionnxpreview_FlexAttention.html)
+//!   (`ai.onnx.preview` 1): rank-4 attention with `score_mod`/`prob_mod` subgraphs.
 //! - [`rotary`][rotary]: [RotaryEmbedding](https://onnx.ai/onnx/operators/onnx__RotaryEmbedding.html),
 //!   opset 23–latest.
 //! - [`linear`][linear]: [LinearAttention](https://onnx.ai/onnx/operators/onnx__LinearAttention.html)
@@ -20,6 +22,7 @@ use vinort_ir::{DType, Error, Result, Tensor};
 
 use crate::kernel::Registry;
 
+pub mod flex;
 pub(crate) mod heads;
 pub mod linear;
 pub mod rotary;
@@ -30,7 +33,7 @@ pub mod swish;
 mod node_tests;
 
 pub(crate) fn register(r: &mut Registry) {
-    for family in [sdpa::register, linear::register, rotary::register, swish::register] {
+    for family in [sdpa::register, flex::register, linear::register, rotary::register, swish::register] {
         family(r);
     }
 }
@@ -65,6 +68,16 @@ impl Rnd {
             16 => Rnd::BF16,
             other => return Err(Error::unsupported(format!("precision type code {other}"))),
         })
+    }
+
+    /// The element type whose rounding this is.
+    pub(crate) fn dtype(self) -> DType {
+        match self {
+            Rnd::F64 => DType::F64,
+            Rnd::F32 => DType::F32,
+            Rnd::F16 => DType::F16,
+            Rnd::BF16 => DType::BF16,
+        }
     }
 
     /// Rounds `v` to the nearest value of this type.

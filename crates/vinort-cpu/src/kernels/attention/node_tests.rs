@@ -7,6 +7,7 @@ use crate::test_support::{Cases, NODE_TOL, prefixed, run_node_cases};
 /// Test name prefixes of this family's ops.
 const PREFIXES: &[&str] = &[
     "test_attention",
+    "test_flexattention",
     "test_rotary_embedding",
     "test_swish",
     "test_swiglu",

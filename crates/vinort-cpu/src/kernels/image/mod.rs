@@ -9,6 +9,7 @@
 //!   [CenterCropPad](https://onnx.ai/onnx/operators/onnx__CenterCropPad.html) (18),
 //!   [RoiAlign](https://onnx.ai/onnx/operators/onnx__RoiAlign.html) (10, 16, 22) and
 //!   [NonMaxSuppression](https://onnx.ai/onnx/operators/onnx__NonMaxSuppression.html) (10, 11).
+//! - [`decode`] holds [ImageDecoder](https://onnx.ai/onnx/operators/onnx__ImageDecoder.html) (20).
 //!
 //! Resize interpolates in f32 (f64 for f64 data); the other float kernels compute in f64 and
 //! round once into the output type.
@@ -20,6 +21,7 @@ use crate::numeric::Numeric;
 #[cfg(test)]
 use vinort_ir::tensor::strides_of as strides;
 
+pub mod decode;
 pub mod grid;
 pub mod regions;
 pub(crate) mod resample;
@@ -28,7 +30,7 @@ pub mod resize;
 mod tests;
 
 pub(crate) fn register(r: &mut Registry) {
-    for family in [resize::register, grid::register, regions::register] {
+    for family in [resize::register, grid::register, regions::register, decode::register] {
         family(r);
     }
 }

@@ -16,11 +16,23 @@ const PREFIXES: &[&str] = &[
     "test_center_crop_pad",
     "test_roialign",
     "test_nonmaxsuppression",
+    "test_image_decoder",
+];
+
+/// Pillow decoded the reference JPEGs with libjpeg-turbo; the `image` crate's zune-jpeg rounds
+/// differently (its 2×2 chroma upsampling, for one, rounds after each pass where libjpeg-turbo
+/// rounds once). Measured: 736 of 3072 RGB levels differ, by at most 2; 33 of 1024 grey levels,
+/// by 1. uint8 outputs must match exactly, so these fail rather than get a tolerance.
+const JPEG_LEVELS: &str = "zune-jpeg differs from libjpeg-turbo by up to 2 levels (RGB/BGR) and 1 (Grayscale)";
+const KNOWN_FAILURES: &[(&str, &str)] = &[
+    ("test_image_decoder_decode_jpeg_bgr", JPEG_LEVELS),
+    ("test_image_decoder_decode_jpeg_grayscale", JPEG_LEVELS),
+    ("test_image_decoder_decode_jpeg_rgb", JPEG_LEVELS),
 ];
 
 #[test]
 fn onnx_node_tests() {
-    run_node_cases(Cases::Matching(&prefixed(PREFIXES)), &[], NODE_TOL);
+    run_node_cases(Cases::Matching(&prefixed(PREFIXES)), KNOWN_FAILURES, NODE_TOL);
 }
 
 fn node(op: &str, opset: i64, attrs: Vec<(&str, Attr)>, n_in: usize) -> Node {

@@ -4,17 +4,14 @@
 //! `sequence_lens`, opsets 9 on with per-input axes and directions) and
 //! [SequenceMap](https://onnx.ai/onnx/operators/onnx__SequenceMap.html) (opset 17 on).
 //!
-//! Bodies are compiled into Cpu plans when the node is compiled (like If in `control.rs`) and
-//! run with their formal inputs followed by the outer-scope values they read, which the node
-//! receives as implicit inputs after its explicit ones, sorted by name.
+//! Bodies are compiled into Cpu plans when the node is compiled and run with their formal
+//! inputs followed by the outer-scope values they read (see [`Body`] in `control.rs`).
 
-use std::sync::Arc;
-
-use vinort_ir::{DType, Error, Graph, Result, RunContext, Sequence, Tensor, Value, ValueType};
+use vinort_ir::{DType, Error, Result, RunContext, Sequence, Tensor, Value, ValueType};
 
 use super::data;
 use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, tensor_in};
-use crate::provider::SubgraphPlan;
+use crate::kernels::control::Body;
 
 pub(super) fn register(r: &mut Registry) {
     r.op("", "Loop", loop_factory);
@@ -23,64 +20,7 @@ pub(super) fn register(r: &mut Registry) {
     r.op("", "SequenceMap", sequence_map_factory);
 }
 
-/// A compiled body with the positions of its outer values among the node's implicit inputs.
-struct Body {
-    plan: SubgraphPlan,
-    /// For each outer value the body reads, its index among the node's implicit inputs.
-    outer_pos: Vec<usize>,
-    /// Declared element type and static shape of each body output, when known.
-    out_types: Vec<(Option<DType>, Option<Vec<usize>>)>,
-}
-
 impl Body {
-    /// Compiles graph attribute `attr` of the node. The node's implicit inputs are the sorted
-    /// outer values of its only subgraph.
-    fn compile(info: &NodeInfo<'_>, attr: &str) -> Result<Body> {
-        let g = info.node.req_attr::<Arc<Graph>>(attr)?;
-        let plan = SubgraphPlan::compile(&g).map_err(|e| Error::unsupported(format!("{attr}: {e}")))?;
-        let mut implicit = plan.outer_names.clone();
-        implicit.sort();
-        implicit.dedup();
-        let outer_pos =
-            plan.outer_names.iter().map(|n| implicit.iter().position(|m| m == n).unwrap_or(usize::MAX)).collect();
-        let out_types = g
-            .outputs()
-            .iter()
-            .map(|v| {
-                let ty = &g.value(*v).ty;
-                (ty.tensor_dtype(), ty.static_shape())
-            })
-            .collect();
-        Ok(Body { plan, outer_pos, out_types })
-    }
-
-    /// Runs with formal inputs; `outer` are the node's implicit inputs.
-    fn run(&self, formal: &[&Value], outer: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
-        if formal.len() != self.plan.num_inputs {
-            return Err(Error::invalid(format!(
-                "the body takes {} inputs, {} given",
-                self.plan.num_inputs,
-                formal.len()
-            )));
-        }
-        let mut args: Vec<&Value> = Vec::with_capacity(formal.len() + self.outer_pos.len());
-        args.extend_from_slice(formal);
-        for (name, pos) in self.plan.outer_names.iter().zip(&self.outer_pos) {
-            args.push(
-                outer
-                    .get(*pos)
-                    .copied()
-                    .flatten()
-                    .ok_or_else(|| Error::invalid(format!("outer value '{name}' missing")))?,
-            );
-        }
-        let out = self.plan.run(&args, ctx)?;
-        if out.len() != self.plan.num_outputs {
-            return Err(Error::invalid("the body returned a wrong number of outputs"));
-        }
-        Ok(out)
-    }
-
     /// An empty scan output for body output `j`: a zero-length axis inserted at `axis` of the
     /// declared element shape (or a 1-D empty tensor when the shape is unknown).
     fn empty_scan_output(&self, j: usize, node_type: Option<&ValueType>, axis: usize) -> Tensor {
