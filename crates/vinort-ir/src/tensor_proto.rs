@@ -61,7 +61,9 @@ impl ExternalData {
         // OpenVINO's ONNX reader takes this location as "the offset is a memory address": a
         // file naming it would make OpenVINO read arbitrary memory when it compiles the file.
         if location == IN_MEMORY_MARKER {
-            return Err(err(format!("location '{location}' is reserved for in-memory data; a model file cannot use it")));
+            return Err(err(format!(
+                "location '{location}' is reserved for in-memory data; a model file cannot use it"
+            )));
         }
         let rel = Path::new(&location);
         if rel.is_absolute() || location.starts_with('/') || location.starts_with('\\') {
