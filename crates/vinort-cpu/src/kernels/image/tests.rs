@@ -19,16 +19,7 @@ const PREFIXES: &[&str] = &[
     "test_image_decoder",
 ];
 
-/// Pillow decoded the reference JPEGs with libjpeg-turbo; the `image` crate's zune-jpeg rounds
-/// differently (its 2×2 chroma upsampling, for one, rounds after each pass where libjpeg-turbo
-/// rounds once). Measured: 736 of 3072 RGB levels differ, by at most 2; 33 of 1024 grey levels,
-/// by 1. uint8 outputs must match exactly, so these fail rather than get a tolerance.
-const JPEG_LEVELS: &str = "zune-jpeg differs from libjpeg-turbo by up to 2 levels (RGB/BGR) and 1 (Grayscale)";
-const KNOWN_FAILURES: &[(&str, &str)] = &[
-    ("test_image_decoder_decode_jpeg_bgr", JPEG_LEVELS),
-    ("test_image_decoder_decode_jpeg_grayscale", JPEG_LEVELS),
-    ("test_image_decoder_decode_jpeg_rgb", JPEG_LEVELS),
-];
+const KNOWN_FAILURES: &[(&str, &str)] = &[];
 
 #[test]
 fn onnx_node_tests() {
