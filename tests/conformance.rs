@@ -98,13 +98,11 @@ fn check_list(list: &str) {
             }
         }
     }
-    assert!(
-        regressions.is_empty() && unexpected_passes.is_empty(),
-        "[{list}] {} regression(s):\n{}\n{} unexpected pass(es) (update tests/conformance/expected.tsv with scripts/conformance --update):\n{}",
-        regressions.len(),
-        regressions.join("\n"),
-        unexpected_passes.len(),
-        unexpected_passes.join("\n")
+    common::assert_no_drift(
+        list,
+        &regressions,
+        &unexpected_passes,
+        "update tests/conformance/expected.tsv with scripts/conformance --update",
     );
 }
 

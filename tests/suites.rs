@@ -98,13 +98,11 @@ fn check(suites: &[Suite], list: &str) {
         regressions.extend(r.into_iter().map(|m| format!("{}: {m}", suite.name)));
         unexpected_passes.extend(u.into_iter().map(|m| format!("{}: {m}", suite.name)));
     }
-    assert!(
-        regressions.is_empty() && unexpected_passes.is_empty(),
-        "[{list}] {} regression(s):\n{}\n{} unexpected pass(es) (update tests/suites/*.tsv with scripts/suites --update):\n{}",
-        regressions.len(),
-        regressions.join("\n"),
-        unexpected_passes.len(),
-        unexpected_passes.join("\n")
+    common::assert_no_drift(
+        list,
+        &regressions,
+        &unexpected_passes,
+        "update tests/suites/*.tsv with scripts/suites --update",
     );
 }
 

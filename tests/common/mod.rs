@@ -141,6 +141,19 @@ fn split_reason(path: &str) -> String {
     path.chars().take(60).collect()
 }
 
+/// Fails when the outcomes drifted from the recorded expectations: regressions and unexpected
+/// passes, with the command that rewrites the expectations.
+pub fn assert_no_drift(list: &str, regressions: &[String], unexpected_passes: &[String], update: &str) {
+    assert!(
+        regressions.is_empty() && unexpected_passes.is_empty(),
+        "[{list}] {} regression(s):\n{}\n{} unexpected pass(es) ({update}):\n{}",
+        regressions.len(),
+        regressions.join("\n"),
+        unexpected_passes.len(),
+        unexpected_passes.join("\n")
+    );
+}
+
 /// The status column's word and the message of a non-pass.
 pub fn status_word(s: &vinort_tools::testcase::Status) -> (&'static str, String) {
     use vinort_tools::testcase::Status;
