@@ -216,15 +216,11 @@ mod tests {
     use prost::Message;
 
     use crate::Model;
-    use crate::proto::build::{attr, fixed_tensor_info, node};
+    use crate::proto::build::{self, attr, fixed_tensor_info, node, opset};
     use crate::proto::onnx;
 
     fn call(op: &str, name: &str, i: &[&str], o: &[&str], attrs: Vec<onnx::AttributeProto>) -> onnx::NodeProto {
         onnx::NodeProto { domain: Some("local".into()), attribute: attrs, ..node(op, name, i, o) }
-    }
-
-    fn opset(d: &str, v: i64) -> onnx::OperatorSetIdProto {
-        onnx::OperatorSetIdProto { domain: Some(d.into()), version: Some(v) }
     }
 
     /// `Scale(x) = Mul(x, Constant(value_float = @k))`, `Block(x) = Relu(Scale(x))`: nested calls,
@@ -237,13 +233,7 @@ mod tests {
             output: vec![fixed_tensor_info("y", 1, &[2]), fixed_tensor_info("z", 1, &[2])],
             ..Default::default()
         };
-        let m = onnx::ModelProto {
-            ir_version: Some(9),
-            opset_import: vec![opset("", 18), opset("local", 1)],
-            graph: Some(g),
-            functions: funcs,
-            ..Default::default()
-        };
+        let m = onnx::ModelProto { functions: funcs, ..build::model(9, &[("", 18), ("local", 1)], g) };
         Model::from_bytes(m.encode_to_vec()).unwrap()
     }
 
@@ -319,13 +309,7 @@ mod tests {
             output: vec![fixed_tensor_info("y", 1, &[2])],
             ..Default::default()
         };
-        let m = onnx::ModelProto {
-            ir_version: Some(9),
-            opset_import: vec![opset("", 18), opset("local", 1)],
-            graph: Some(g.clone()),
-            functions: f,
-            ..Default::default()
-        };
+        let m = onnx::ModelProto { functions: f, ..build::model(9, &[("", 18), ("local", 1)], g.clone()) };
         let e = Model::from_bytes(m.encode_to_vec()).unwrap_err().to_string();
         assert!(e.contains("nest deeper"), "{e}");
 

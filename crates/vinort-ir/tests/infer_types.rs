@@ -58,16 +58,7 @@ fn init(name: &str, dtype: i32, dims: &[i64]) -> onnx::TensorProto {
 }
 
 fn load(opset: i64, g: onnx::GraphProto) -> Model {
-    let m = onnx::ModelProto {
-        ir_version: Some(10),
-        opset_import: vec![
-            onnx::OperatorSetIdProto { domain: Some(String::new()), version: Some(opset) },
-            onnx::OperatorSetIdProto { domain: Some("com.example".into()), version: Some(1) },
-            onnx::OperatorSetIdProto { domain: Some("com.microsoft".into()), version: Some(1) },
-        ],
-        graph: Some(g),
-        ..Default::default()
-    };
+    let m = build::model(10, &[("", opset), ("com.example", 1), ("com.microsoft", 1)], g);
     Model::from_bytes(m.encode_to_vec()).expect("the model loads")
 }
 

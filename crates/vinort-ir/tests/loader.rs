@@ -2,7 +2,7 @@
 //! Constant nodes, nested graphs with outer-scope references, shape inference.
 
 use prost::Message;
-use vinort_ir::proto::build::{attr, dim, node, tensor_info};
+use vinort_ir::proto::build::{self, attr, dim, node, tensor_info};
 use vinort_ir::proto::onnx;
 use vinort_ir::{DType, Dim, Model, ValueSource, ValueType};
 
@@ -12,13 +12,7 @@ fn vi(name: &str, elem: i32, dims: &[i64]) -> onnx::ValueInfoProto {
 }
 
 fn model(ir: i64, g: onnx::GraphProto) -> Vec<u8> {
-    onnx::ModelProto {
-        ir_version: Some(ir),
-        opset_import: vec![onnx::OperatorSetIdProto { domain: Some("".into()), version: Some(13) }],
-        graph: Some(g),
-        ..Default::default()
-    }
-    .encode_to_vec()
+    build::model(ir, &[("", 13)], g).encode_to_vec()
 }
 
 #[test]

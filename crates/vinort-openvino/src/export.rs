@@ -223,12 +223,7 @@ mod weight_tests {
             ],
             ..Default::default()
         };
-        let proto = onnx::ModelProto {
-            ir_version: Some(9),
-            opset_import: vec![onnx::OperatorSetIdProto { domain: Some(String::new()), version: Some(17) }],
-            graph: Some(graph),
-            ..Default::default()
-        };
+        let proto = vinort_ir::proto::build::model(9, &[("", 17)], graph);
         let m = Model::from_bytes(proto.encode_to_vec()).unwrap();
         let g = &m.graph;
         let id = |s: &str| g.value_id(s).unwrap();

@@ -292,12 +292,7 @@ pub(crate) mod tests {
             initializer: inits,
             ..Default::default()
         };
-        let model = onnx::ModelProto {
-            ir_version: Some(9),
-            opset_import: vec![onnx::OperatorSetIdProto { domain: Some(String::new()), version: Some(opset) }],
-            graph: Some(graph),
-            ..Default::default()
-        };
+        let model = vinort_ir::proto::build::model(9, &[("", opset)], graph);
         Model::from_bytes(model.encode_to_vec()).expect("test model loads")
     }
 

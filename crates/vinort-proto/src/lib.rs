@@ -131,6 +131,23 @@ pub mod build {
         }
     }
 
+    /// An opset import (`""` is the default domain).
+    pub fn opset(domain: &str, version: i64) -> onnx::OperatorSetIdProto {
+        onnx::OperatorSetIdProto { domain: Some(domain.into()), version: Some(version) }
+    }
+
+    /// A model of IR version `ir_version` holding `graph` and importing `opsets` as
+    /// `(domain, version)` pairs, `""` being the default domain (set `functions` and the rest
+    /// with struct update syntax).
+    pub fn model(ir_version: i64, opsets: &[(&str, i64)], graph: onnx::GraphProto) -> onnx::ModelProto {
+        onnx::ModelProto {
+            ir_version: Some(ir_version),
+            opset_import: opsets.iter().map(|(d, v)| opset(d, *v)).collect(),
+            graph: Some(graph),
+            ..Default::default()
+        }
+    }
+
     /// A `ValueInfoProto` for a tensor whose dimensions are all of known size.
     pub fn fixed_tensor_info(name: &str, elem_type: i32, dims: &[i64]) -> onnx::ValueInfoProto {
         tensor_info(name, elem_type, dims.iter().map(|d| dim::fixed(*d)))

@@ -323,15 +323,7 @@ mod tests {
             output: ["y", "z"].map(|o| onnx::ValueInfoProto { name: Some(o.into()), ..Default::default() }).to_vec(),
             ..Default::default()
         };
-        let model = onnx::ModelProto {
-            ir_version: Some(9),
-            opset_import: vec![
-                onnx::OperatorSetIdProto { domain: Some(String::new()), version: Some(14) },
-                onnx::OperatorSetIdProto { domain: Some("com.example".into()), version: Some(1) },
-            ],
-            graph: Some(graph),
-            ..Default::default()
-        };
+        let model = vinort_ir::proto::build::model(9, &[("", 14), ("com.example", 1)], graph);
         let m = Model::from_bytes(model.encode_to_vec()).unwrap();
         assert_eq!(m.graph.value(m.graph.value_id("m").unwrap()).ty, ValueType::Unknown, "no rule types 'm'");
         let not_asked = |_| -> probe::Verdict { panic!("probed a node whose input type is unknown") };

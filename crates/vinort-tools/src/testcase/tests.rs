@@ -406,12 +406,7 @@ fn random_ops_are_found_with_their_ranges() {
         output: vec![vi("u", 1, &[2, 7]), vi("m", 6, &[2, 1]), vi("r", 1, &[2, 7])],
         ..Default::default()
     };
-    let model = onnx::ModelProto {
-        ir_version: Some(8),
-        opset_import: vec![onnx::OperatorSetIdProto { domain: Some(String::new()), version: Some(17) }],
-        graph: Some(graph),
-        ..Default::default()
-    };
+    let model = vinort_ir::proto::build::model(8, &[("", 17)], graph);
     let model = vinort_ir::Model::from_bytes(model.encode_to_vec()).unwrap();
     let g = &model.graph;
     assert!(g.topo_order().iter().any(|n| is_random(g.node(*n))));

@@ -236,7 +236,7 @@ impl Kernel for FlexAttention {
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
-    use vinort_ir::proto::build::{attr, dim, node, tensor_info};
+    use vinort_ir::proto::build::{attr, dim, model, node, tensor_info};
     use vinort_ir::proto::onnx;
     use vinort_ir::proto::prost::Message;
     use vinort_ir::tensor_proto::tensor_to_proto;
@@ -354,13 +354,7 @@ mod tests {
             output: vec![tensor_info("Y", 1, [])],
             ..Default::default()
         };
-        let opset = |d: &str, v: i64| onnx::OperatorSetIdProto { domain: Some(d.into()), version: Some(v) };
-        let m = onnx::ModelProto {
-            ir_version: Some(10),
-            opset_import: vec![opset("", 26), opset("ai.onnx.preview", 1)],
-            graph: Some(g),
-            ..Default::default()
-        };
+        let m = model(10, &[("", 26), ("ai.onnx.preview", 1)], g);
         let model = Model::from_bytes(m.encode_to_vec())?;
         let g = &model.graph;
         let plan = crate::provider::compile_nodes(g, g.topo_order(), g.inputs(), g.outputs())?;

@@ -223,7 +223,7 @@ fn luma_601(r: u8, g: u8, b: u8) -> u8 {
 #[cfg(test)]
 mod tests {
     use image::{GrayImage, RgbImage};
-    use vinort_ir::proto::build::{attr, dim, node, tensor_info};
+    use vinort_ir::proto::build::{self, attr, dim, node, tensor_info};
     use vinort_ir::proto::onnx;
     use vinort_ir::proto::prost::Message;
     use vinort_ir::{Attr, Model, Node};
@@ -335,12 +335,7 @@ mod tests {
             output: vec![tensor_info("pixels", 2, [])],
             ..Default::default()
         };
-        let m = onnx::ModelProto {
-            ir_version: Some(9),
-            opset_import: vec![onnx::OperatorSetIdProto { domain: Some(String::new()), version: Some(20) }],
-            graph: Some(g),
-            ..Default::default()
-        };
+        let m = build::model(9, &[("", 20)], g);
         let model = Model::from_bytes(m.encode_to_vec()).unwrap_or_else(|e| panic!("{e}"));
         let g = &model.graph;
         let plan = crate::provider::compile_nodes(g, g.topo_order(), g.inputs(), g.outputs())
