@@ -58,6 +58,17 @@ impl Dim {
             _ => None,
         }
     }
+
+    /// Could shapes `a` and `b` describe the same tensor? An unknown shape (`None`) agrees with
+    /// any; known ones need equal ranks, and equal extents wherever both are fixed.
+    pub fn shapes_agree(a: Option<&[Dim]>, b: Option<&[Dim]>) -> bool {
+        match (a, b) {
+            (Some(a), Some(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(p, q)| p.fixed().zip(q.fixed()).is_none_or(|(p, q)| p == q))
+            }
+            _ => true,
+        }
+    }
 }
 
 impl std::fmt::Display for Dim {

@@ -92,14 +92,7 @@ fn typed(t: &ValueType) -> bool {
 fn agrees(inferred: &ValueType, declared: &ValueType) -> bool {
     match (inferred, declared) {
         (ValueType::Tensor(a, sa), ValueType::Tensor(b, sb)) => {
-            a == b
-                && match (sa, sb) {
-                    (Some(x), Some(y)) => {
-                        x.len() == y.len()
-                            && x.iter().zip(y).all(|(p, q)| p.fixed().zip(q.fixed()).is_none_or(|(p, q)| p == q))
-                    }
-                    _ => true,
-                }
+            a == b && Dim::shapes_agree(sa.as_deref(), sb.as_deref())
         }
         (ValueType::Sequence(a), ValueType::Sequence(b)) | (ValueType::Optional(a), ValueType::Optional(b)) => {
             agrees(a, b)

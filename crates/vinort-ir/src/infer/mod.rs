@@ -208,14 +208,7 @@ fn merge(declared: &ValueType, inferred: ValueType) -> ValueType {
 fn compatible(a: &ValueType, b: &ValueType) -> bool {
     match (a, b) {
         (ValueType::Tensor(da, sa), ValueType::Tensor(db, sb)) => {
-            da == db
-                && match (sa, sb) {
-                    (Some(x), Some(y)) => {
-                        x.len() == y.len()
-                            && x.iter().zip(y).all(|(p, q)| p.fixed().zip(q.fixed()).is_none_or(|(p, q)| p == q))
-                    }
-                    _ => true,
-                }
+            da == db && Dim::shapes_agree(sa.as_deref(), sb.as_deref())
         }
         _ => true,
     }
