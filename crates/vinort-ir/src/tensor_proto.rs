@@ -215,6 +215,12 @@ fn check<T>(v: &[T], n: usize, field: &str) -> Result<()> {
     Ok(())
 }
 
+/// A typed field whose values already have the element type: one per element, copied as is.
+fn same_type_field<T: Elem>(shape: &[usize], values: &[T], field: &str) -> Result<Tensor> {
+    check(values, numel(shape), field)?;
+    Tensor::from_slice(shape, values)
+}
+
 fn from_i32s<T: Elem>(t: &TensorProto, shape: &[usize], conv: impl Fn(i32) -> T) -> Result<Tensor> {
     check(&t.int32_data, numel(shape), "int32_data")?;
     Ok(Tensor::build::<T>(shape, |o| {
@@ -228,22 +234,10 @@ fn typed_fields(t: &TensorProto, dtype: DType, shape: &[usize]) -> Result<Tensor
     use DType::*;
     let n = numel(shape);
     match dtype {
-        F32 => {
-            check(&t.float_data, n, "float_data")?;
-            Tensor::from_slice(shape, &t.float_data)
-        }
-        F64 => {
-            check(&t.double_data, n, "double_data")?;
-            Tensor::from_slice(shape, &t.double_data)
-        }
-        I64 => {
-            check(&t.int64_data, n, "int64_data")?;
-            Tensor::from_slice(shape, &t.int64_data)
-        }
-        U64 => {
-            check(&t.uint64_data, n, "uint64_data")?;
-            Tensor::from_slice(shape, &t.uint64_data)
-        }
+        F32 => same_type_field(shape, &t.float_data, "float_data"),
+        F64 => same_type_field(shape, &t.double_data, "double_data"),
+        I64 => same_type_field(shape, &t.int64_data, "int64_data"),
+        U64 => same_type_field(shape, &t.uint64_data, "uint64_data"),
         U32 => {
             check(&t.uint64_data, n, "uint64_data")?;
             Ok(Tensor::build::<u32>(shape, |o| o.iter_mut().zip(&t.uint64_data).for_each(|(o, v)| *o = *v as u32)))
