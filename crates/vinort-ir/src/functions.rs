@@ -237,6 +237,23 @@ mod tests {
         Model::from_bytes(m.encode_to_vec()).unwrap()
     }
 
+    /// Function `name` of the `local` domain from `x` to `y`.
+    fn local(
+        name: &str,
+        node: Vec<onnx::NodeProto>,
+        opset_import: Vec<onnx::OperatorSetIdProto>,
+    ) -> onnx::FunctionProto {
+        onnx::FunctionProto {
+            name: Some(name.into()),
+            domain: Some("local".into()),
+            input: vec!["x".into()],
+            output: vec!["y".into()],
+            node,
+            opset_import,
+            ..Default::default()
+        }
+    }
+
     fn funcs() -> Vec<onnx::FunctionProto> {
         let k_ref = onnx::AttributeProto {
             name: Some("value_float".into()),
@@ -245,27 +262,21 @@ mod tests {
             ..Default::default()
         };
         let scale = onnx::FunctionProto {
-            name: Some("Scale".into()),
-            domain: Some("local".into()),
-            input: vec!["x".into()],
-            output: vec!["y".into()],
             attribute_proto: vec![attr::float("k", 2.0)],
-            node: vec![
-                onnx::NodeProto { attribute: vec![k_ref], ..node("Constant", "c", &[], &["k"]) },
-                node("Mul", "m", &["x", "k"], &["y"]),
-            ],
-            opset_import: vec![opset("", 18)],
-            ..Default::default()
+            ..local(
+                "Scale",
+                vec![
+                    onnx::NodeProto { attribute: vec![k_ref], ..node("Constant", "c", &[], &["k"]) },
+                    node("Mul", "m", &["x", "k"], &["y"]),
+                ],
+                vec![opset("", 18)],
+            )
         };
-        let block = onnx::FunctionProto {
-            name: Some("Block".into()),
-            domain: Some("local".into()),
-            input: vec!["x".into()],
-            output: vec!["y".into()],
-            node: vec![call("Scale", "s", &["x"], &["t"], vec![]), node("Relu", "r", &["t"], &["y"])],
-            opset_import: vec![opset("", 18), opset("local", 1)],
-            ..Default::default()
-        };
+        let block = local(
+            "Block",
+            vec![call("Scale", "s", &["x"], &["t"], vec![]), node("Relu", "r", &["t"], &["y"])],
+            vec![opset("", 18), opset("local", 1)],
+        );
         vec![scale, block]
     }
 

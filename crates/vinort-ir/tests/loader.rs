@@ -11,6 +11,12 @@ fn vi(name: &str, elem: i32, dims: &[i64]) -> onnx::ValueInfoProto {
     tensor_info(name, elem, dims.iter().map(|d| if *d < 0 { dim::named("batch") } else { dim::fixed(*d) }))
 }
 
+/// The header of a tensor of ONNX type `data_type`; callers put the values in a typed field
+/// (`float_data`, `int64_data`) rather than `raw_data`.
+fn typed(name: &str, data_type: i32, dims: &[i64]) -> onnx::TensorProto {
+    onnx::TensorProto { name: Some(name.into()), dims: dims.to_vec(), data_type: Some(data_type), ..Default::default() }
+}
+
 fn model(ir: i64, g: onnx::GraphProto) -> Vec<u8> {
     build::model(ir, &[("", 13)], g).encode_to_vec()
 }
@@ -21,13 +27,7 @@ fn old_ir_inputs_with_initializers_are_constants_and_typed_fields_load() {
         node: vec![node("Add", "add", &["x", "w"], &["y"])],
         input: vec![vi("x", 1, &[2]), vi("w", 1, &[2])],
         output: vec![vi("y", 1, &[2])],
-        initializer: vec![onnx::TensorProto {
-            name: Some("w".into()),
-            dims: vec![2],
-            data_type: Some(1),
-            float_data: vec![1.5, -2.5],
-            ..Default::default()
-        }],
+        initializer: vec![onnx::TensorProto { float_data: vec![1.5, -2.5], ..typed("w", 1, &[2]) }],
         ..Default::default()
     };
     let m = Model::from_bytes(model(3, g)).unwrap();
@@ -39,13 +39,7 @@ fn old_ir_inputs_with_initializers_are_constants_and_typed_fields_load() {
 
 #[test]
 fn sparse_initializers_are_densified() {
-    let values = onnx::TensorProto {
-        name: Some("s".into()),
-        dims: vec![2],
-        data_type: Some(1),
-        float_data: vec![7.0, 9.0],
-        ..Default::default()
-    };
+    let values = onnx::TensorProto { float_data: vec![7.0, 9.0], ..typed("s", 1, &[2]) };
     let indices = onnx::TensorProto { dims: vec![2], data_type: Some(7), int64_data: vec![1, 5], ..Default::default() };
     let g = onnx::GraphProto {
         node: vec![node("Identity", "id", &["s"], &["y"])],
@@ -96,13 +90,7 @@ fn subgraph_outer_references_become_implicit_inputs() {
 
 #[test]
 fn shape_inference_folds_shape_into_reshape_and_overrides_wrong_declarations() {
-    let shape_const = onnx::TensorProto {
-        name: Some("tail".into()),
-        dims: vec![1],
-        data_type: Some(7),
-        int64_data: vec![-1],
-        ..Default::default()
-    };
+    let shape_const = onnx::TensorProto { int64_data: vec![-1], ..typed("tail", 7, &[1]) };
     let mut concat = node("Concat", "cat", &["head", "tail"], &["target"]);
     concat.attribute.push(attr::int("axis", 0));
     let mut gather = node("Gather", "g", &["shp", "zero"], &["head0"]);
@@ -121,26 +109,9 @@ fn shape_inference_folds_shape_into_reshape_and_overrides_wrong_declarations() {
         output: vec![vi("y", 1, &[99, 99]), vi("y2", 1, &[99, 99])],
         initializer: vec![
             shape_const,
-            onnx::TensorProto {
-                name: Some("t2".into()),
-                dims: vec![2],
-                data_type: Some(7),
-                int64_data: vec![-1, 5],
-                ..Default::default()
-            },
-            onnx::TensorProto {
-                name: Some("zero".into()),
-                data_type: Some(7),
-                int64_data: vec![0],
-                ..Default::default()
-            },
-            onnx::TensorProto {
-                name: Some("axes0".into()),
-                dims: vec![1],
-                data_type: Some(7),
-                int64_data: vec![0],
-                ..Default::default()
-            },
+            onnx::TensorProto { int64_data: vec![-1, 5], ..typed("t2", 7, &[2]) },
+            onnx::TensorProto { int64_data: vec![0], ..typed("zero", 7, &[]) },
+            onnx::TensorProto { int64_data: vec![0], ..typed("axes0", 7, &[1]) },
         ],
         ..Default::default()
     };
