@@ -249,28 +249,19 @@ fn roi_align_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 type Sample = ([usize; 4], [f64; 4]);
 
 impl RoiAlign {
+    /// The two neighbouring indices of coordinate `v` (at least -1) on an axis of extent `len`
+    /// and the weight of the upper one; at or past the last index both are the last index.
+    fn neighbours(v: f64, len: usize) -> (usize, usize, f64) {
+        let v = v.max(0.0);
+        let lo = v as usize;
+        if lo >= len - 1 { (len - 1, len - 1, 0.0) } else { (lo, lo + 1, v - lo as f64) }
+    }
+
     fn sample(y: f64, x: f64, h: usize, w: usize) -> Sample {
         if y < -1.0 || y > h as f64 || x < -1.0 || x > w as f64 {
             return ([0; 4], [0.0; 4]);
         }
-        let (mut y, mut x) = (y.max(0.0), x.max(0.0));
-        let (mut yl, mut xl) = (y as usize, x as usize);
-        let (yh, xh);
-        if yl >= h - 1 {
-            yl = h - 1;
-            yh = yl;
-            y = yl as f64;
-        } else {
-            yh = yl + 1;
-        }
-        if xl >= w - 1 {
-            xl = w - 1;
-            xh = xl;
-            x = xl as f64;
-        } else {
-            xh = xl + 1;
-        }
-        let (ly, lx) = (y - yl as f64, x - xl as f64);
+        let ((yl, yh, ly), (xl, xh, lx)) = (Self::neighbours(y, h), Self::neighbours(x, w));
         let (hy, hx) = (1.0 - ly, 1.0 - lx);
         ([yl * w + xl, yl * w + xh, yh * w + xl, yh * w + xh], [hy * hx, hy * lx, ly * hx, ly * lx])
     }
