@@ -107,6 +107,12 @@ pub fn norm_axis(axis: i64, rank: usize) -> Result<usize> {
     Ok(if axis < 0 { (axis + r) as usize } else { axis as usize })
 }
 
+/// `i` as an index into `0..len`; `None` when it is negative or `len` or more (the caller says
+/// what was out of range).
+pub fn index_below(i: i64, len: usize) -> Option<usize> {
+    usize::try_from(i).ok().filter(|i| *i < len)
+}
+
 /// Wraps a closure as a kernel, for ops whose attributes need no parsing.
 pub struct FnKernel<F>(pub F);
 

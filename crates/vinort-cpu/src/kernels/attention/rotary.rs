@@ -10,7 +10,7 @@
 use vinort_ir::{Error, Result, RunContext, Value};
 
 use super::{Rnd, store};
-use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, index_below, opt_tensor_in, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
     r.op("", "RotaryEmbedding", factory);
@@ -84,9 +84,7 @@ impl Kernel for Rotary {
                 }
                 Box::new(move |bi, si| {
                     let id = ids[bi * s + si];
-                    usize::try_from(id)
-                        .ok()
-                        .filter(|r| *r < rows)
+                    index_below(id, rows)
                         .ok_or_else(|| Error::invalid(format!("position id {id} is outside the cache of {rows}")))
                 })
             }

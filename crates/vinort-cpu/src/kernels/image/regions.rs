@@ -9,7 +9,7 @@ use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::{extent, need_float, store_acc};
 
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, index_below, norm_axis, opt_tensor_in, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
     r.add("", "Col2Im", 18..=MAX_OPSET, col2im_factory);
@@ -285,7 +285,7 @@ impl Kernel for RoiAlign {
         let mut y = vec![0.0f64; nr * c * oh * ow];
         let off = if self.half_pixel { 0.5 } else { 0.0 };
         for r in 0..nr {
-            let b = usize::try_from(bi[r]).ok().filter(|b| *b < n).ok_or_else(|| {
+            let b = index_below(bi[r], n).ok_or_else(|| {
                 Error::invalid(format!("RoiAlign: batch index {} out of range for {n} images", bi[r]))
             })?;
             if h == 0 || w == 0 {

@@ -9,7 +9,7 @@
 use vinort_ir::{DType, Error, Result, Tensor, Value};
 
 use super::{ML_DOMAIN, ML_MAX_OPSET, greater_than};
-use crate::kernel::{FnKernel, Kernel, NodeInfo, Registry, tensor_in, with_numeric};
+use crate::kernel::{FnKernel, Kernel, NodeInfo, Registry, index_below, tensor_in, with_numeric};
 use crate::numeric::{One, Zero};
 
 pub(crate) fn register(r: &mut Registry) {
@@ -33,10 +33,7 @@ pub fn array_feature_extractor(x: &Tensor, indices: &Tensor) -> Result<Tensor> {
     let idx: Vec<usize> = idx
         .iter()
         .map(|&i| {
-            usize::try_from(i)
-                .ok()
-                .filter(|i| *i < n)
-                .ok_or_else(|| Error::invalid(format!("index {i} is out of range for a last axis of {n}")))
+            index_below(i, n).ok_or_else(|| Error::invalid(format!("index {i} is out of range for a last axis of {n}")))
         })
         .collect::<Result<_>>()?;
     let k = idx.len();

@@ -18,7 +18,8 @@ use std::f64::consts::{LN_10, PI};
 use vinort_ir::{DType, Error, Result, RunContext, Value};
 
 use super::{numeric_dtype, scalar_f64, scalar_i64, store_f64};
-use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, index_below, tensor_in};
+use crate::kernels::signal::positive;
 
 pub(crate) fn register(r: &mut Registry) {
     r.op("", "BlackmanWindow", |i| window_factory(i, Window::Blackman));
@@ -105,12 +106,6 @@ pub fn mel_weight_matrix(
     lower_edge_hertz: f64,
     upper_edge_hertz: f64,
 ) -> Result<(Vec<usize>, Vec<f64>)> {
-    let positive = |v: i64, what: &str| {
-        usize::try_from(v)
-            .ok()
-            .filter(|v| *v > 0)
-            .ok_or_else(|| Error::invalid(format!("{what} must be positive, got {v}")))
-    };
     let mels = positive(num_mel_bins, "num_mel_bins")?;
     let dft = positive(dft_length, "dft_length")?;
     positive(sample_rate, "sample_rate")?;
@@ -134,7 +129,7 @@ pub fn mel_weight_matrix(
     let len = spec.checked_mul(mels).ok_or_else(|| Error::invalid("MelWeightMatrix output is too large"))?;
     let mut out = vec![0.0f64; len];
     let mut set = |j: i64, i: usize, v: f64| -> Result<()> {
-        let row = usize::try_from(j).ok().filter(|j| *j < spec).ok_or_else(|| {
+        let row = index_below(j, spec).ok_or_else(|| {
             Error::invalid(format!(
                 "mel filter {i} reaches spectrogram bin {j}, outside 0..{spec}: the hertz range \
                  [{lower_edge_hertz}, {upper_edge_hertz}] must lie within [0, sample_rate / 2]"

@@ -27,7 +27,7 @@ use rayon::prelude::*;
 use vinort_ir::{DType, Error, Node, Result, RunContext, Tensor, Value};
 
 use super::{ML_DOMAIN, ML_MAX_OPSET, store_f64};
-use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, index_below, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
     r.add(ML_DOMAIN, "TreeEnsemble", 5..=ML_MAX_OPSET, factory);
@@ -175,9 +175,7 @@ impl TreeEnsemble {
         let leaf_targets: Vec<usize> = targets
             .iter()
             .map(|&t| {
-                usize::try_from(t)
-                    .ok()
-                    .filter(|t| *t < n_targets)
+                index_below(t, n_targets)
                     .ok_or_else(|| n.error(format!("leaf target id {t} is outside 0..{n_targets} (n_targets)")))
             })
             .collect::<Result<_>>()?;
@@ -216,9 +214,7 @@ impl TreeEnsemble {
 
         let child = |id: i64, leaf: i64, which: &str, i: usize| -> Result<Next> {
             let (limit, what) = if leaf != 0 { (leaves, "leaf") } else { (count, "node") };
-            let k = usize::try_from(id)
-                .ok()
-                .filter(|k| *k < limit)
+            let k = index_below(id, limit)
                 .ok_or_else(|| n.error(format!("node {i}: {which} branch {what} {id} is outside 0..{limit}")))?;
             Ok(if leaf != 0 { Next::Leaf(k) } else { Next::Node(k) })
         };
@@ -253,12 +249,7 @@ impl TreeEnsemble {
         let roots: Vec<usize> = n
             .req_attr::<Vec<i64>>("tree_roots")?
             .iter()
-            .map(|&r| {
-                usize::try_from(r)
-                    .ok()
-                    .filter(|r| *r < count)
-                    .ok_or_else(|| n.error(format!("tree root {r} is outside 0..{count}")))
-            })
+            .map(|&r| index_below(r, count).ok_or_else(|| n.error(format!("tree root {r} is outside 0..{count}"))))
             .collect::<Result<_>>()?;
         check_acyclic(&nodes, &roots).map_err(|i| n.error(format!("the trees have a cycle through node {i}")))?;
         let min_features = reachable(&nodes, &roots)

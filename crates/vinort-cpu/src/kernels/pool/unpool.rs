@@ -3,7 +3,7 @@
 
 use vinort_ir::{Error, Result, Tensor, Value};
 
-use crate::kernel::{FnKernel, Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{FnKernel, Kernel, NodeInfo, Registry, index_below, opt_tensor_in, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
     r.op("", "MaxUnpool", maxunpool_factory);
@@ -50,7 +50,7 @@ fn maxunpool_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         let mut err = None;
         let y = Tensor::build_raw(x.dtype(), &shape, |out| {
             for (e, &i) in idx.iter().enumerate() {
-                let Some(i) = usize::try_from(i).ok().filter(|i| *i < total) else {
+                let Some(i) = index_below(i, total) else {
                     err = Some(Error::invalid(format!("MaxUnpool index {i} is out of range")));
                     return;
                 };

@@ -11,7 +11,7 @@ use vinort_ir::{Error, Result, Tensor};
 
 use super::copy::{Step, Strided, dense_strides, run_plan};
 use super::kernel;
-use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, index_below, tensor_in};
 
 pub(super) fn register(r: &mut Registry) {
     r.op("", "Transpose", transpose);
@@ -36,7 +36,7 @@ pub(super) fn transpose_tensor(x: &Tensor, perm: Option<&[i64]>) -> Result<Tenso
             let mut seen = vec![false; r];
             let mut out = Vec::with_capacity(r);
             for &a in p {
-                match usize::try_from(a).ok().filter(|a| *a < r) {
+                match index_below(a, r) {
                     Some(a) if !seen[a] => {
                         seen[a] = true;
                         out.push(a);

@@ -31,7 +31,7 @@ pub(crate) fn register(r: &mut Registry) {
 }
 
 /// A dim from an integer input that must be positive (`dft_length`, `frame_step`...).
-fn positive(v: i64, what: &str) -> Result<usize> {
+pub(crate) fn positive(v: i64, what: &str) -> Result<usize> {
     usize::try_from(v)
         .ok()
         .filter(|v| *v > 0)
