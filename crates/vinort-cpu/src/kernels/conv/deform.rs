@@ -12,9 +12,9 @@
 //! convolution group is then one matrix product with its slice of W.
 
 use rayon::prelude::*;
-use vinort_ir::{DType, Error, Node, Result, RunContext, Tensor, Value};
+use vinort_ir::{Error, Node, Result, RunContext, Tensor, Value};
 
-use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in, with_numeric};
 use crate::kernels::rnn::math::{Float, Mat, matmul};
 use crate::kernels::window::WindowAttrs;
 
@@ -71,11 +71,8 @@ impl DeformConv {
 impl Kernel for DeformConv {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
         let x = tensor_in(inputs, 0)?;
-        let y = match x.dtype() {
-            DType::F64 => self.run_typed::<f64>(inputs)?,
-            DType::F32 | DType::F16 | DType::BF16 => self.run_typed::<f32>(inputs)?,
-            d => return Err(Error::unsupported(format!("DeformConv does not support {d} inputs"))),
-        };
+        let y = with_numeric!(compute x.dtype(), |T| self.run_typed::<T>(inputs)?,
+            d => return Err(Error::unsupported(format!("DeformConv does not support {d} inputs"))));
         Ok(vec![y.into()])
     }
 }

@@ -18,11 +18,11 @@
 //! - `input_forget` couples LSTM's gates: `f = 1 - i`.
 //! - `layout = 1` makes X, initial_h/c, Y, Y_h and Y_c batch-major.
 
-use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
+use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
 use super::activation::{self, Activation, Kind};
 use super::math::{Float, Mat, matmul};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in, with_numeric};
 
 /// Multiply-adds of one direction above which the two directions of a bidirectional node
 /// run on separate rayon tasks.
@@ -179,11 +179,8 @@ impl Recurrent {
 impl Kernel for Recurrent {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
         let x = tensor_in(inputs, 0)?;
-        let outs = match x.dtype() {
-            DType::F64 => self.run_typed::<f64>(inputs)?,
-            DType::F32 | DType::F16 | DType::BF16 => self.run_typed::<f32>(inputs)?,
-            d => return Err(Error::unsupported(format!("{} does not support {d} inputs", self.cell.name()))),
-        };
+        let outs = with_numeric!(compute x.dtype(), |T| self.run_typed::<T>(inputs)?,
+            d => return Err(Error::unsupported(format!("{} does not support {d} inputs", self.cell.name()))));
         Ok(outs.into_iter().map(Value::Tensor).collect())
     }
 }
