@@ -226,39 +226,33 @@ fn depthwise_plane_avx2<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T]) {
 /// multiply-add over a contiguous output row (written so the compiler vectorizes it).
 #[inline(always)]
 fn depthwise_plane_portable<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T]) {
-    let ([i0, i1, i2], [_, o1, o2], [k0, k1, k2]) = (g.i, g.o, g.k);
-    let ([s0, s1, s2], [d0, d1, d2], [p0, p1, p2]) = (g.s, g.d, g.p);
-    for a in 0..k0 {
-        for b in 0..k1 {
-            for e in 0..k2 {
-                let wv = w[(a * k1 + b) * k2 + e];
-                let (off0, off1, off2) = ((a * d0) as isize - p0, (b * d1) as isize - p1, (e * d2) as isize - p2);
-                let (lo, hi) = valid_range(o2, i2, s2, off2);
-                if lo == hi {
+    let ([i0, i1, i2], [_, o1, o2], [s0, s1, s2]) = (g.i, g.o, g.s);
+    // One weight per tap, in the order `tap_offsets` walks the taps.
+    for (&wv, [off0, off1, off2]) in w.iter().zip(g.tap_offsets()) {
+        let (lo, hi) = valid_range(o2, i2, s2, off2);
+        if lo == hi {
+            continue;
+        }
+        let start = (lo as isize * s2 as isize + off2) as usize;
+        for (r0, dst0) in y.chunks_mut(o1 * o2).enumerate() {
+            let y0 = (r0 * s0) as isize + off0;
+            if y0 < 0 || y0 >= i0 as isize {
+                continue;
+            }
+            for (r1, dst) in dst0.chunks_mut(o2).enumerate() {
+                let y1 = (r1 * s1) as isize + off1;
+                if y1 < 0 || y1 >= i1 as isize {
                     continue;
                 }
-                let start = (lo as isize * s2 as isize + off2) as usize;
-                for (r0, dst0) in y.chunks_mut(o1 * o2).enumerate() {
-                    let y0 = (r0 * s0) as isize + off0;
-                    if y0 < 0 || y0 >= i0 as isize {
-                        continue;
+                let src = &x[(y0 as usize * i1 + y1 as usize) * i2..][..i2];
+                let dst = &mut dst[lo..hi];
+                if s2 == 1 {
+                    for (dv, sv) in dst.iter_mut().zip(&src[start..start + (hi - lo)]) {
+                        *dv += wv * *sv;
                     }
-                    for (r1, dst) in dst0.chunks_mut(o2).enumerate() {
-                        let y1 = (r1 * s1) as isize + off1;
-                        if y1 < 0 || y1 >= i1 as isize {
-                            continue;
-                        }
-                        let src = &x[(y0 as usize * i1 + y1 as usize) * i2..][..i2];
-                        let dst = &mut dst[lo..hi];
-                        if s2 == 1 {
-                            for (dv, sv) in dst.iter_mut().zip(&src[start..start + (hi - lo)]) {
-                                *dv += wv * *sv;
-                            }
-                        } else {
-                            for (dv, sv) in dst.iter_mut().zip(src[start..].iter().step_by(s2)) {
-                                *dv += wv * *sv;
-                            }
-                        }
+                } else {
+                    for (dv, sv) in dst.iter_mut().zip(src[start..].iter().step_by(s2)) {
+                        *dv += wv * *sv;
                     }
                 }
             }
@@ -415,33 +409,27 @@ fn conv_transpose<T: Real>(g: &Geo3, x: &Tensor, w: &Tensor, b: Option<&Tensor>,
 
 /// Adds each column entry to the output position its input position and kernel tap reach.
 fn col2im<T: Real>(g: &Geo3, col: &[T], y: &mut [T]) {
-    let ([i0, i1, i2], [o0, o1, o2], [k0, k1, k2]) = (g.i, g.o, g.k);
-    let ([s0, s1, s2], [d0, d1, d2], [p0, p1, p2]) = (g.s, g.d, g.p);
+    let ([i0, i1, i2], [o0, o1, o2], [s0, s1, s2]) = (g.i, g.o, g.s);
     let (pi, po) = (prod3(&g.i), prod3(&g.o));
     let mut rows = col.chunks(pi);
     for plane in y.chunks_mut(po) {
-        for a in 0..k0 {
-            for b in 0..k1 {
-                for e in 0..k2 {
-                    let Some(row) = rows.next() else { return };
-                    let (off0, off1, off2) = ((a * d0) as isize - p0, (b * d1) as isize - p1, (e * d2) as isize - p2);
-                    let (lo0, hi0) = valid_range(i0, o0, s0, off0);
-                    let (lo1, hi1) = valid_range(i1, o1, s1, off1);
-                    let (lo2, hi2) = valid_range(i2, o2, s2, off2);
-                    if lo2 == hi2 {
-                        continue;
-                    }
-                    for r0 in lo0..hi0 {
-                        let y0 = (r0 as isize * s0 as isize + off0) as usize;
-                        for r1 in lo1..hi1 {
-                            let y1 = (r1 as isize * s1 as isize + off1) as usize;
-                            let src = &row[(r0 * i1 + r1) * i2..][lo2..hi2];
-                            let dst = &mut plane[(y0 * o1 + y1) * o2..][..o2];
-                            let start = (lo2 as isize * s2 as isize + off2) as usize;
-                            for (dv, sv) in dst[start..].iter_mut().step_by(s2).zip(src) {
-                                *dv += *sv;
-                            }
-                        }
+        for [off0, off1, off2] in g.tap_offsets() {
+            let Some(row) = rows.next() else { return };
+            let (lo0, hi0) = valid_range(i0, o0, s0, off0);
+            let (lo1, hi1) = valid_range(i1, o1, s1, off1);
+            let (lo2, hi2) = valid_range(i2, o2, s2, off2);
+            if lo2 == hi2 {
+                continue;
+            }
+            for r0 in lo0..hi0 {
+                let y0 = (r0 as isize * s0 as isize + off0) as usize;
+                for r1 in lo1..hi1 {
+                    let y1 = (r1 as isize * s1 as isize + off1) as usize;
+                    let src = &row[(r0 * i1 + r1) * i2..][lo2..hi2];
+                    let dst = &mut plane[(y0 * o1 + y1) * o2..][..o2];
+                    let start = (lo2 as isize * s2 as isize + off2) as usize;
+                    for (dv, sv) in dst[start..].iter_mut().step_by(s2).zip(src) {
+                        *dv += *sv;
                     }
                 }
             }
