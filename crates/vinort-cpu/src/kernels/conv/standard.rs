@@ -166,12 +166,31 @@ impl Kernel for Conv {
         let g = Geo3::forward((n, c, m, group), &xs[2..], &win, &geo);
         let mut shape = vec![n, m];
         shape.extend_from_slice(&geo.out);
-        let y = match x.dtype() {
-            DType::F64 => Tensor::try_build::<f64, Error>(&shape, |o| conv::<f64>(&g, &x, &w, b.as_deref(), o))?,
-            _ => Tensor::try_build::<f32, Error>(&shape, |o| conv::<f32>(&g, &x, &w, b.as_deref(), o))?,
-        };
-        Ok(vec![from_compute(y, dtype)?.into()])
+        in_compute_type(
+            x.dtype(),
+            &shape,
+            dtype,
+            |o| conv(&g, &x, &w, b.as_deref(), o),
+            |o| conv(&g, &x, &w, b.as_deref(), o),
+        )
     }
+}
+
+/// Builds an output of `shape` in the compute type of the widened inputs (`f64` for f64, else
+/// `f32`) with the body for that type, then narrows it back to the node's `dtype`. Callers
+/// pass their generic body twice, once per type: a closure cannot be generic.
+fn in_compute_type(
+    compute: DType,
+    shape: &[usize],
+    dtype: DType,
+    f32_body: impl FnOnce(&mut [f32]) -> Result<()>,
+    f64_body: impl FnOnce(&mut [f64]) -> Result<()>,
+) -> Result<Vec<Value>> {
+    let y = match compute {
+        DType::F64 => Tensor::try_build::<f64, Error>(shape, f64_body)?,
+        _ => Tensor::try_build::<f32, Error>(shape, f32_body)?,
+    };
+    Ok(vec![from_compute(y, dtype)?.into()])
 }
 
 fn conv<T: Real>(g: &Geo3, x: &Tensor, w: &Tensor, b: Option<&Tensor>, out: &mut [T]) -> Result<()> {
@@ -371,13 +390,13 @@ impl Kernel for ConvTranspose {
         };
         let mut shape = vec![n, m];
         shape.extend_from_slice(&out);
-        let y = match x.dtype() {
-            DType::F64 => {
-                Tensor::try_build::<f64, Error>(&shape, |o| conv_transpose::<f64>(&g, &x, &w, b.as_deref(), o))?
-            }
-            _ => Tensor::try_build::<f32, Error>(&shape, |o| conv_transpose::<f32>(&g, &x, &w, b.as_deref(), o))?,
-        };
-        Ok(vec![from_compute(y, dtype)?.into()])
+        in_compute_type(
+            x.dtype(),
+            &shape,
+            dtype,
+            |o| conv_transpose(&g, &x, &w, b.as_deref(), o),
+            |o| conv_transpose(&g, &x, &w, b.as_deref(), o),
+        )
     }
 }
 
