@@ -98,6 +98,28 @@ pub fn opt_tensor_in<'a>(inputs: &[Option<&'a Value>], i: usize) -> Result<Optio
     inputs.get(i).copied().flatten().map(Value::as_tensor).transpose()
 }
 
+/// Inputs `0..N` as tensors, all required: [`tensor_in`] for each, in order, so the first
+/// missing one is the error.
+pub fn tensors_in<'a, const N: usize>(inputs: &[Option<&'a Value>]) -> Result<[&'a Tensor; N]> {
+    let mut out = [None; N];
+    for (i, t) in out.iter_mut().enumerate() {
+        *t = Some(tensor_in(inputs, i)?);
+    }
+    Ok(out.map(|t| t.expect("every input was fetched above")))
+}
+
+/// Optional inputs `from..from + N` as tensors: [`opt_tensor_in`] for each, in order.
+pub fn opt_tensors_in<'a, const N: usize>(
+    inputs: &[Option<&'a Value>],
+    from: usize,
+) -> Result<[Option<&'a Tensor>; N]> {
+    let mut out = [None; N];
+    for (i, t) in out.iter_mut().enumerate() {
+        *t = opt_tensor_in(inputs, from + i)?;
+    }
+    Ok(out)
+}
+
 /// Normalises a possibly negative axis against a rank.
 pub fn norm_axis(axis: i64, rank: usize) -> Result<usize> {
     let r = rank as i64;

@@ -15,7 +15,7 @@
 use vinort_ir::{Error, Result, RunContext, Value};
 
 use super::{Rnd, store};
-use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensors_in, tensors_in};
 
 pub(crate) fn register(r: &mut Registry) {
     r.op("", "LinearAttention", linear_factory);
@@ -50,12 +50,8 @@ fn linear_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 
 impl Kernel for Linear {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let q = tensor_in(inputs, 0)?;
-        let k = tensor_in(inputs, 1)?;
-        let v = tensor_in(inputs, 2)?;
-        let past = opt_tensor_in(inputs, 3)?;
-        let decay = opt_tensor_in(inputs, 4)?;
-        let beta = opt_tensor_in(inputs, 5)?;
+        let [q, k, v] = tensors_in(inputs)?;
+        let [past, decay, beta] = opt_tensors_in(inputs, 3)?;
         Rnd::of(q.dtype())?;
         let (hq, hkv) = (self.hq, self.hkv);
         let (qs, ks, vs) = (q.shape(), k.shape(), v.shape());
@@ -164,10 +160,8 @@ fn conv_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 
 impl Kernel for CausalConv {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
-        let w = tensor_in(inputs, 1)?;
-        let bias = opt_tensor_in(inputs, 2)?;
-        let past = opt_tensor_in(inputs, 3)?;
+        let [x, w] = tensors_in(inputs)?;
+        let [bias, past] = opt_tensors_in(inputs, 2)?;
         let rt = Rnd::of(x.dtype())?;
         let (&[b, c, l], &[wc, 1, k]) = (x.shape(), w.shape()) else {
             return Err(Error::invalid(format!(

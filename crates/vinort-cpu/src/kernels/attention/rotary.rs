@@ -10,7 +10,7 @@
 use vinort_ir::{Error, Result, RunContext, Value};
 
 use super::{Rnd, store};
-use crate::kernel::{Kernel, NodeInfo, Registry, index_below, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, index_below, opt_tensor_in, tensors_in};
 
 pub(crate) fn register(r: &mut Registry) {
     r.op("", "RotaryEmbedding", factory);
@@ -41,9 +41,7 @@ fn factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 
 impl Kernel for Rotary {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
-        let cos = tensor_in(inputs, 1)?;
-        let sin = tensor_in(inputs, 2)?;
+        let [x, cos, sin] = tensors_in(inputs)?;
         let pos = opt_tensor_in(inputs, 3)?;
         let rt = Rnd::of(x.dtype())?;
         let shape = x.shape();

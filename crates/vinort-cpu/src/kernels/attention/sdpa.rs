@@ -21,7 +21,7 @@ use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
 use super::heads::{Dims, Job, Mask, concat, head_major};
 use super::{Rnd, store};
-use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, opt_tensors_in, tensors_in};
 
 pub(crate) fn register(r: &mut Registry) {
     r.op("", "Attention", factory);
@@ -94,12 +94,8 @@ fn factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 
 impl Kernel for Attention {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let q = tensor_in(inputs, 0)?;
-        let k = tensor_in(inputs, 1)?;
-        let v = tensor_in(inputs, 2)?;
-        let mask = opt_tensor_in(inputs, 3)?;
-        let pk = opt_tensor_in(inputs, 4)?;
-        let pv = opt_tensor_in(inputs, 5)?;
+        let [q, k, v] = tensors_in(inputs)?;
+        let [mask, pk, pv] = opt_tensors_in(inputs, 3)?;
         let nonpad = if self.has_nonpad { opt_tensor_in(inputs, 6)? } else { None };
         let rt = Rnd::of(q.dtype())?;
         let rk = Rnd::of(k.dtype())?;

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::im2col::{Geo3, im2col, prod3};
-use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensors_in};
 use crate::kernels::linalg::common::{Real, View, check_dtype, from_compute, matmul_into, to_compute, widen_const};
 use crate::kernels::window::{AutoPad, Window, WindowAttrs, to3, valid_range};
 
@@ -49,8 +49,7 @@ impl Consts {
 
     /// (x, w, bias) in the compute type, checking they share the node's element type.
     fn inputs<'a>(&'a self, inputs: &[Option<&'a Value>]) -> Result<ConvInputs<'a>> {
-        let x = tensor_in(inputs, 0)?;
-        let w = tensor_in(inputs, 1)?;
+        let [x, w] = tensors_in(inputs)?;
         let b = opt_tensor_in(inputs, 2)?;
         let dtype = x.dtype();
         if w.dtype() != dtype || b.is_some_and(|b| b.dtype() != dtype) {

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::common::{Real, View, check_dtype, from_compute, is_real, matmul_into, to_compute, widen_const};
-use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in, tensors_in};
 use crate::numeric::Numeric;
 
 const TYPES: [DType; 8] =
@@ -339,8 +339,7 @@ impl Gemm {
 
 impl Kernel for Gemm {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let a = tensor_in(inputs, 0)?;
-        let b = tensor_in(inputs, 1)?;
+        let [a, b] = tensors_in(inputs)?;
         let c = opt_tensor_in(inputs, 2)?;
         let dtype = a.dtype();
         if b.dtype() != dtype || c.is_some_and(|c| c.dtype() != dtype) {

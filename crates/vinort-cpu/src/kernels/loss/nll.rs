@@ -3,7 +3,7 @@
 
 use vinort_ir::{Error, Node, Result, RunContext, Value};
 
-use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensors_in};
 use crate::kernels::support::{load_f64, store_f64};
 
 pub(crate) fn register(r: &mut Registry) {
@@ -72,8 +72,7 @@ struct LossKernel {
 
 impl Kernel for LossKernel {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
-        let target = tensor_in(inputs, 1)?;
+        let [x, target] = tensors_in(inputs)?;
         let weight = opt_tensor_in(inputs, 2)?;
         let shape = x.shape();
         if shape.len() < 2 {

@@ -12,7 +12,7 @@ use vinort_ir::{DType, Error, Node, Result, RunContext, Tensor, Value};
 
 use super::minifloat::{self, Format};
 use super::{int_range, load_f32, load_i32, round_to, store_float, store_int};
-use crate::kernel::{Kernel, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, Registry, norm_axis, opt_tensor_in, tensors_in};
 use crate::par;
 
 pub(crate) fn register(r: &mut Registry) {
@@ -155,8 +155,7 @@ fn quantize_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 
 impl Kernel for Quantize {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
-        let scale = tensor_in(inputs, 1)?;
+        let [x, scale] = tensors_in(inputs)?;
         let zp = opt_tensor_in(inputs, 2)?;
         Ok(vec![self.quantize(x, scale, zp)?.into()])
     }
@@ -261,8 +260,7 @@ fn dequantize_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 
 impl Kernel for Dequantize {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
-        let scale = tensor_in(inputs, 1)?;
+        let [x, scale] = tensors_in(inputs)?;
         let zp = opt_tensor_in(inputs, 2)?;
         Ok(vec![self.dequantize(x, scale, zp)?.into()])
     }

@@ -22,7 +22,9 @@ use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
 use super::activation::{self, Activation, Kind};
 use super::math::{Float, Mat, matmul};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, tensor_in, with_numeric};
+use crate::kernel::{
+    Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, opt_tensors_in, tensor_in, tensors_in, with_numeric,
+};
 
 /// Multiply-adds of one direction above which the two directions of a bidirectional node
 /// run on separate rayon tasks.
@@ -325,10 +327,8 @@ impl Recurrent {
     pub(crate) fn run_typed<T: Float>(&self, inputs: &[Option<&Value>]) -> Result<Vec<Tensor>> {
         let op = self.op();
         let is_lstm = matches!(self.cell, Cell::Lstm { .. });
-        let (x_t, w_t, r_t) = (tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?);
-        let b_t = opt_tensor_in(inputs, 3)?;
-        let lens_t = opt_tensor_in(inputs, 4)?;
-        let h0_t = opt_tensor_in(inputs, 5)?;
+        let [x_t, w_t, r_t] = tensors_in(inputs)?;
+        let [b_t, lens_t, h0_t] = opt_tensors_in(inputs, 3)?;
         let (c0_t, p_t) = if is_lstm { (opt_tensor_in(inputs, 6)?, opt_tensor_in(inputs, 7)?) } else { (None, None) };
         let dtype = x_t.dtype();
         let named =
