@@ -263,14 +263,17 @@ fn c_strides(c: &[usize], m: usize, n: usize, exact: bool) -> Result<(usize, usi
     Ok((if cm == 1 { 0 } else { cn }, if cn == 1 { 0 } else { 1 }))
 }
 
+/// One Gemm product's operands: `(m, n, k)`, A and B as given (before `trans_a`/`trans_b`), and
+/// C with its row and column strides into the `[m, n]` output.
+struct Operands<'a> {
+    dims: (usize, usize, usize),
+    a: &'a Tensor,
+    b: &'a Tensor,
+    c: Option<(&'a Tensor, usize, usize)>,
+}
+
 impl Gemm {
-    fn real<T: Real>(
-        &self,
-        (m, n, k): (usize, usize, usize),
-        a: &Tensor,
-        b: &Tensor,
-        c: Option<(&Tensor, usize, usize)>,
-    ) -> Result<Tensor> {
+    fn real<T: Real>(&self, Operands { dims: (m, n, k), a, b, c }: Operands<'_>) -> Result<Tensor> {
         let mut av = View::rows(a.as_slice::<T>()?, a.shape()[1]);
         let mut bv = View::rows(b.as_slice::<T>()?, b.shape()[1]);
         if self.trans_a {
@@ -297,13 +300,7 @@ impl Gemm {
         })
     }
 
-    fn int<T: Numeric>(
-        &self,
-        (m, n, k): (usize, usize, usize),
-        a: &Tensor,
-        b: &Tensor,
-        c: Option<(&Tensor, usize, usize)>,
-    ) -> Result<Tensor> {
+    fn int<T: Numeric>(&self, Operands { dims: (m, n, k), a, b, c }: Operands<'_>) -> Result<Tensor> {
         let (a, b) = (a.to_aligned(), b.to_aligned());
         let (a, b) = (a.as_slice::<T>()?, b.as_slice::<T>()?);
         let bt: Vec<T>;
@@ -366,18 +363,19 @@ impl Kernel for Gemm {
             };
             let cc = c.map(to_compute).transpose()?;
             let cc = cc.as_deref().zip(cs).map(|(t, (rs, cs))| (t, rs, cs));
+            let ops = Operands { dims, a: &ac, b: &bc, c: cc };
             let y = match ac.dtype() {
-                DType::F64 => self.real::<f64>(dims, &ac, &bc, cc)?,
-                _ => self.real::<f32>(dims, &ac, &bc, cc)?,
+                DType::F64 => self.real::<f64>(ops)?,
+                _ => self.real::<f32>(ops)?,
             };
             from_compute(y, dtype)?
         } else {
-            let cc = c.zip(cs).map(|(t, (rs, cs))| (t, rs, cs));
+            let ops = Operands { dims, a, b, c: c.zip(cs).map(|(t, (rs, cs))| (t, rs, cs)) };
             match dtype {
-                DType::I32 => self.int::<i32>(dims, a, b, cc)?,
-                DType::I64 => self.int::<i64>(dims, a, b, cc)?,
-                DType::U32 => self.int::<u32>(dims, a, b, cc)?,
-                DType::U64 => self.int::<u64>(dims, a, b, cc)?,
+                DType::I32 => self.int::<i32>(ops)?,
+                DType::I64 => self.int::<i64>(ops)?,
+                DType::U32 => self.int::<u32>(ops)?,
+                DType::U64 => self.int::<u64>(ops)?,
                 d => return Err(Error::unsupported(format!("Gemm does not support {d}"))),
             }
         };
