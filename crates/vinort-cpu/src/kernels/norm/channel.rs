@@ -6,16 +6,16 @@
 //! [GroupNormalization](https://onnx.ai/onnx/operators/onnx__GroupNormalization.html) (18, 21).
 
 use vinort_ir::tensor::numel;
-use vinort_ir::{Error, Result, RunContext, Tensor, Value};
+use vinort_ir::{Error, Result, Tensor, Value};
 
 use super::normalization::{mean_inv, store_real};
-use super::{Float, GemmElem, Real, for_rows, load_real, not_float, require_float};
-use crate::kernel::{Kernel, MAX_OPSET, NodeInfo, Registry, tensor_in, with_numeric};
+use super::{Float, FloatKernel, GemmElem, Real, float_factory, for_rows, load_real, positive_attr};
+use crate::kernel::{MAX_OPSET, NodeInfo, Registry, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add("", "BatchNormalization", 6..=MAX_OPSET, batch_factory);
-    r.op("", "InstanceNormalization", instance_factory);
-    r.op("", "GroupNormalization", group_factory);
+    r.add("", "BatchNormalization", 6..=MAX_OPSET, float_factory::<BatchNorm>);
+    r.op("", "InstanceNormalization", float_factory::<InstanceNorm>);
+    r.op("", "GroupNormalization", float_factory::<GroupNorm>);
 }
 
 /// `(N, C, spatial)` of an `N x C x D1 x ...` input.
@@ -40,33 +40,25 @@ struct BatchNorm {
     training: bool,
 }
 
-fn batch_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    let n = info.node;
-    require_float(info, 0)?;
-    if n.opset < 9 && n.attr_or::<i64>("spatial", 1)? == 0 {
-        return Err(Error::unsupported("BatchNormalization with spatial=0 (per-activation statistics)"));
+impl FloatKernel for BatchNorm {
+    fn new(info: &NodeInfo<'_>) -> Result<Self> {
+        let n = info.node;
+        if n.opset < 9 && n.attr_or::<i64>("spatial", 1)? == 0 {
+            return Err(Error::unsupported("BatchNormalization with spatial=0 (per-activation statistics)"));
+        }
+        let training = n.opset >= 14 && n.attr_or::<i64>("training_mode", 0)? != 0;
+        // Before opset 14 the extra outputs were training-only statistics this kernel does not
+        // produce; refuse rather than leave them unset.
+        if !training && n.outputs.iter().skip(1).any(Option::is_some) {
+            return Err(Error::unsupported("BatchNormalization training outputs (mean, var, saved statistics)"));
+        }
+        Ok(BatchNorm {
+            eps: n.attr_or::<f32>("epsilon", 1e-5)?,
+            momentum: n.attr_or::<f32>("momentum", 0.9)?,
+            training,
+        })
     }
-    let training = n.opset >= 14 && n.attr_or::<i64>("training_mode", 0)? != 0;
-    // Before opset 14 the extra outputs were training-only statistics this kernel does not
-    // produce; refuse rather than leave them unset.
-    if !training && n.outputs.iter().skip(1).any(Option::is_some) {
-        return Err(Error::unsupported("BatchNormalization training outputs (mean, var, saved statistics)"));
-    }
-    Ok(Box::new(BatchNorm {
-        eps: n.attr_or::<f32>("epsilon", 1e-5)?,
-        momentum: n.attr_or::<f32>("momentum", 0.9)?,
-        training,
-    }))
-}
 
-impl Kernel for BatchNorm {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
-        with_numeric!(float x.dtype(), |T| self.run_t::<T>(x, inputs), other => Err(not_float(other)))
-    }
-}
-
-impl BatchNorm {
     fn run_t<T: Float>(&self, x: &Tensor, inputs: &[Option<&Value>]) -> Result<Vec<Value>> {
         let (n, c, s) = ncs(x.shape(), "BatchNormalization")?;
         let scale = per_channel::<T::R>(tensor_in(inputs, 1)?, c, "scale")?;
@@ -129,20 +121,13 @@ struct InstanceNorm {
     eps: f32,
 }
 
-fn instance_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    require_float(info, 0)?;
-    Ok(Box::new(InstanceNorm { eps: info.node.attr_or::<f32>("epsilon", 1e-5)? }))
-}
-
-impl Kernel for InstanceNorm {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
-        with_numeric!(float x.dtype(), |T| self.run_t::<T>(x, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?), other => Err(not_float(other)))
+impl FloatKernel for InstanceNorm {
+    fn new(info: &NodeInfo<'_>) -> Result<Self> {
+        Ok(InstanceNorm { eps: info.node.attr_or::<f32>("epsilon", 1e-5)? })
     }
-}
 
-impl InstanceNorm {
-    fn run_t<T: Float>(&self, x: &Tensor, scale: &Tensor, bias: &Tensor) -> Result<Vec<Value>> {
+    fn run_t<T: Float>(&self, x: &Tensor, inputs: &[Option<&Value>]) -> Result<Vec<Value>> {
+        let (scale, bias) = (tensor_in(inputs, 1)?, tensor_in(inputs, 2)?);
         let (_, c, s) = ncs(x.shape(), "InstanceNormalization")?;
         let scale = per_channel::<T::R>(scale, c, "scale")?;
         let bias = per_channel::<T::R>(bias, c, "B")?;
@@ -165,32 +150,22 @@ impl InstanceNorm {
 
 struct GroupNorm {
     eps: f32,
-    groups: i64,
+    groups: usize,
     /// Opset 18 has one scale and bias per group; opset 21 one per channel.
     per_group: bool,
 }
 
-fn group_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    let n = info.node;
-    require_float(info, 0)?;
-    let groups = n.req_attr::<i64>("num_groups")?;
-    if groups <= 0 {
-        return Err(n.error(format!("num_groups must be positive, got {groups}")));
+impl FloatKernel for GroupNorm {
+    fn new(info: &NodeInfo<'_>) -> Result<Self> {
+        let n = info.node;
+        let groups = positive_attr(n, "num_groups")?;
+        Ok(GroupNorm { eps: n.attr_or::<f32>("epsilon", 1e-5)?, groups, per_group: n.opset < 21 })
     }
-    Ok(Box::new(GroupNorm { eps: n.attr_or::<f32>("epsilon", 1e-5)?, groups, per_group: n.opset < 21 }))
-}
 
-impl Kernel for GroupNorm {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
-        with_numeric!(float x.dtype(), |T| self.run_t::<T>(x, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?), other => Err(not_float(other)))
-    }
-}
-
-impl GroupNorm {
-    fn run_t<T: Float>(&self, x: &Tensor, scale: &Tensor, bias: &Tensor) -> Result<Vec<Value>> {
+    fn run_t<T: Float>(&self, x: &Tensor, inputs: &[Option<&Value>]) -> Result<Vec<Value>> {
+        let (scale, bias) = (tensor_in(inputs, 1)?, tensor_in(inputs, 2)?);
         let (_, c, s) = ncs(x.shape(), "GroupNormalization")?;
-        let g = self.groups as usize;
+        let g = self.groups;
         if !c.is_multiple_of(g) {
             return Err(Error::invalid(format!("{c} channels do not split into {g} groups")));
         }

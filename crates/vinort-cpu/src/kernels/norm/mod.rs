@@ -11,9 +11,9 @@
 //! (f64 stays f64), so no kernel accumulates in a 16-bit type.
 
 use rayon::prelude::*;
-use vinort_ir::{DType, Elem, Error, Result, Tensor};
+use vinort_ir::{DType, Elem, Error, Node, Result, RunContext, Tensor, Value};
 
-use crate::kernel::{NodeInfo, Registry, with_numeric};
+use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in, with_numeric};
 use crate::kernels::elementwise::broadcast::Broadcast;
 pub(crate) use crate::kernels::linalg::common::{GemmElem, Real};
 use crate::numeric::Numeric;
@@ -98,6 +98,42 @@ pub(crate) fn require_float(info: &NodeInfo<'_>, i: usize) -> Result<()> {
         ))),
         _ => Ok(()),
     }
+}
+
+/// A float-only kernel: attributes read once when the node is compiled, then run per element
+/// type of input 0. [`float_factory`] and [`FloatOnly`] give every such kernel the same refusal
+/// of non-float inputs and the same dtype dispatch.
+pub(crate) trait FloatKernel: Send + Sync + Sized + 'static {
+    /// Reads the node's attributes; called once input 0 is known not to be a non-float type.
+    fn new(info: &NodeInfo<'_>) -> Result<Self>;
+    /// Runs with input 0, `x`, holding `T` (all inputs at hand for the others).
+    fn run_t<T: Float>(&self, x: &Tensor, inputs: &[Option<&Value>]) -> Result<Vec<Value>>;
+}
+
+/// The factory of a [`FloatKernel`]: refuses a known non-float input 0, then reads attributes.
+pub(crate) fn float_factory<K: FloatKernel>(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    require_float(info, 0)?;
+    Ok(Box::new(FloatOnly(K::new(info)?)))
+}
+
+/// A [`FloatKernel`] as a [`Kernel`].
+pub(crate) struct FloatOnly<K>(K);
+
+impl<K: FloatKernel> Kernel for FloatOnly<K> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let x = tensor_in(inputs, 0)?;
+        with_numeric!(float x.dtype(), |T| self.0.run_t::<T>(x, inputs), other => Err(not_float(other)))
+    }
+}
+
+/// A required integer attribute that must be positive (GroupNormalization's `num_groups`,
+/// LRN's `size`).
+pub(crate) fn positive_attr(n: &Node, name: &str) -> Result<usize> {
+    let v = n.req_attr::<i64>(name)?;
+    if v <= 0 {
+        return Err(n.error(format!("{name} must be positive, got {v}")));
+    }
+    Ok(v as usize)
 }
 
 /// A float tensor's elements converted to the compute type `R`, whatever float type it holds

@@ -4,14 +4,14 @@
 //! normalisations share (row statistics, float stores).
 
 use vinort_ir::tensor::numel;
-use vinort_ir::{DType, Result, RunContext, Tensor, Value};
+use vinort_ir::{DType, Result, Tensor, Value};
 
-use super::{Float, GemmElem, Real, broadcast_to, for_rows, load_real, not_float, require_float};
-use crate::kernel::{Kernel, NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in, with_numeric};
+use super::{Float, FloatKernel, GemmElem, Real, broadcast_to, float_factory, for_rows, load_real, not_float};
+use crate::kernel::{NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in, with_numeric};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.op("", "LayerNormalization", layer_factory);
-    r.op("", "RMSNormalization", layer_factory);
+    r.op("", "LayerNormalization", float_factory::<LayerNorm>);
+    r.op("", "RMSNormalization", float_factory::<LayerNorm>);
 }
 
 /// A float tensor of `dtype` (f32 or bf16 for statistics outputs, or any float) from `R`s.
@@ -77,34 +77,26 @@ struct LayerNorm {
     stat_dtype: DType,
 }
 
-fn layer_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    let n = info.node;
-    require_float(info, 0)?;
-    let stat_dtype = match info.outputs.get(1).and_then(|t| t.tensor_dtype()) {
-        Some(DType::BF16) => DType::BF16,
-        _ => DType::F32,
-    };
-    // stash_type only asks for at least f32 statistics; this kernel always computes them in f32
-    // or f64, so every stash_type is honoured.
-    Ok(Box::new(LayerNorm {
-        axis: n.attr_or::<i64>("axis", -1)?,
-        eps: n.attr_or::<f32>("epsilon", 1e-5)?,
-        rms: n.op_type == "RMSNormalization",
-        stat_dtype,
-    }))
-}
+impl FloatKernel for LayerNorm {
+    fn new(info: &NodeInfo<'_>) -> Result<Self> {
+        let n = info.node;
+        let stat_dtype = match info.outputs.get(1).and_then(|t| t.tensor_dtype()) {
+            Some(DType::BF16) => DType::BF16,
+            _ => DType::F32,
+        };
+        // stash_type only asks for at least f32 statistics; this kernel always computes them in f32
+        // or f64, so every stash_type is honoured.
+        Ok(LayerNorm {
+            axis: n.attr_or::<i64>("axis", -1)?,
+            eps: n.attr_or::<f32>("epsilon", 1e-5)?,
+            rms: n.op_type == "RMSNormalization",
+            stat_dtype,
+        })
+    }
 
-impl Kernel for LayerNorm {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
+    fn run_t<T: Float>(&self, x: &Tensor, inputs: &[Option<&Value>]) -> Result<Vec<Value>> {
         let scale = tensor_in(inputs, 1)?;
         let bias = if self.rms { None } else { opt_tensor_in(inputs, 2)? };
-        with_numeric!(float x.dtype(), |T| self.run_t::<T>(x, scale, bias), other => Err(not_float(other)))
-    }
-}
-
-impl LayerNorm {
-    fn run_t<T: Float>(&self, x: &Tensor, scale: &Tensor, bias: Option<&Tensor>) -> Result<Vec<Value>> {
         let shape = x.shape();
         let a = norm_axis(self.axis, shape.len())?;
         let inner = numel(&shape[a..]);

@@ -8,15 +8,15 @@
 //! numerically stable: the row maximum is subtracted before exponentiating.
 
 use vinort_ir::tensor::numel;
-use vinort_ir::{Result, RunContext, Tensor, Value};
+use vinort_ir::{Result, Tensor, Value};
 
-use super::{Float, GemmElem, Real, for_rows, not_float, require_float};
-use crate::kernel::{Kernel, NodeInfo, Registry, norm_axis, tensor_in, with_numeric};
+use super::{Float, FloatKernel, GemmElem, Real, float_factory, for_rows};
+use crate::kernel::{NodeInfo, Registry, norm_axis};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.op("", "Softmax", factory);
-    r.op("", "LogSoftmax", factory);
-    r.op("", "Hardmax", factory);
+    r.op("", "Softmax", float_factory::<Softmax>);
+    r.op("", "LogSoftmax", float_factory::<Softmax>);
+    r.op("", "Hardmax", float_factory::<Softmax>);
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,42 +33,35 @@ struct Softmax {
     flatten: bool,
 }
 
-fn factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    let n = info.node;
-    require_float(info, 0)?;
-    let kind = match n.op_type.as_str() {
-        "Softmax" => Kind::Soft,
-        "LogSoftmax" => Kind::LogSoft,
-        _ => Kind::Hard,
-    };
-    let flatten = n.opset < 13;
-    // Opset 13 changed both the meaning of `axis` and its default.
-    let axis = n.attr_or::<i64>("axis", if flatten { 1 } else { -1 })?;
-    Ok(Box::new(Softmax { kind, axis, flatten }))
-}
-
-impl Kernel for Softmax {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
-        with_numeric!(float x.dtype(), |T| self.run_t::<T>(x), other => Err(not_float(other))).map(|t| vec![t.into()])
+impl FloatKernel for Softmax {
+    fn new(info: &NodeInfo<'_>) -> Result<Self> {
+        let n = info.node;
+        let kind = match n.op_type.as_str() {
+            "Softmax" => Kind::Soft,
+            "LogSoftmax" => Kind::LogSoft,
+            _ => Kind::Hard,
+        };
+        let flatten = n.opset < 13;
+        // Opset 13 changed both the meaning of `axis` and its default.
+        let axis = n.attr_or::<i64>("axis", if flatten { 1 } else { -1 })?;
+        Ok(Softmax { kind, axis, flatten })
     }
-}
 
-impl Softmax {
-    fn run_t<T: Float>(&self, x: &Tensor) -> Result<Tensor> {
+    fn run_t<T: Float>(&self, x: &Tensor, _: &[Option<&Value>]) -> Result<Vec<Value>> {
         let shape = x.shape();
         let a = norm_axis(self.axis, shape.len())?;
         let (n, inner) = if self.flatten { (numel(&shape[a..]), 1) } else { (shape[a], numel(&shape[a + 1..])) };
         let xs = x.as_slice::<T>()?;
         let kind = self.kind;
-        Ok(Tensor::build::<T>(shape, |out| {
+        let y = Tensor::build::<T>(shape, |out| {
             if inner == 1 {
                 for_rows(xs, n, out, n, |_, xr, yr| row(kind, xr, yr));
             } else {
                 let block = n * inner;
                 for_rows(xs, block, out, block, |_, xb, yb| strided(kind, xb, yb, inner));
             }
-        }))
+        });
+        Ok(vec![y.into()])
     }
 }
 

@@ -8,16 +8,20 @@ use vinort_ir::tensor::numel;
 use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
 use super::channel::ncs;
-use super::{Float, GemmElem, Real, broadcast_to, for_rows, not_float, require_float};
+use super::{
+    Float, FloatKernel, GemmElem, Real, broadcast_to, float_factory, for_rows, not_float, positive_attr, require_float,
+};
 use crate::kernel::{Kernel, NodeInfo, Registry, norm_axis, tensor_in, with_numeric};
 use crate::kernels::reduce::fold::{SumOf, reduce_fold};
 
 pub(crate) fn register(r: &mut Registry) {
     r.op("", "MeanVarianceNormalization", mvn_factory);
-    r.op("", "LpNormalization", lp_factory);
-    r.op("", "LRN", lrn_factory);
+    r.op("", "LpNormalization", float_factory::<LpNorm>);
+    r.op("", "LRN", float_factory::<Lrn>);
 }
 
+/// Not a [`FloatKernel`]: its `run_t` needs the reduction accumulator bounds on `T::R`, which
+/// the trait's method cannot add.
 struct Mvn {
     axes: Vec<i64>,
 }
@@ -72,25 +76,17 @@ struct LpNorm {
     p: i64,
 }
 
-fn lp_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    let n = info.node;
-    require_float(info, 0)?;
-    let p = n.attr_or::<i64>("p", 2)?;
-    if p != 1 && p != 2 {
-        return Err(n.error(format!("p must be 1 or 2, got {p}")));
+impl FloatKernel for LpNorm {
+    fn new(info: &NodeInfo<'_>) -> Result<Self> {
+        let n = info.node;
+        let p = n.attr_or::<i64>("p", 2)?;
+        if p != 1 && p != 2 {
+            return Err(n.error(format!("p must be 1 or 2, got {p}")));
+        }
+        Ok(LpNorm { axis: n.attr_or::<i64>("axis", -1)?, p })
     }
-    Ok(Box::new(LpNorm { axis: n.attr_or::<i64>("axis", -1)?, p }))
-}
 
-impl Kernel for LpNorm {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
-        with_numeric!(float x.dtype(), |T| self.run_t::<T>(x), other => Err(not_float(other)))
-    }
-}
-
-impl LpNorm {
-    fn run_t<T: Float>(&self, x: &Tensor) -> Result<Vec<Value>> {
+    fn run_t<T: Float>(&self, x: &Tensor, _: &[Option<&Value>]) -> Result<Vec<Value>> {
         let shape = x.shape();
         let a = norm_axis(self.axis, shape.len())?;
         let (n, inner) = (shape[a], numel(&shape[a + 1..]));
@@ -132,30 +128,19 @@ struct Lrn {
     bias: f32,
 }
 
-fn lrn_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    let n = info.node;
-    require_float(info, 0)?;
-    let size = n.req_attr::<i64>("size")?;
-    if size <= 0 {
-        return Err(n.error(format!("size must be positive, got {size}")));
+impl FloatKernel for Lrn {
+    fn new(info: &NodeInfo<'_>) -> Result<Self> {
+        let n = info.node;
+        let size = positive_attr(n, "size")?;
+        Ok(Lrn {
+            size,
+            alpha: n.attr_or::<f32>("alpha", 1e-4)?,
+            beta: n.attr_or::<f32>("beta", 0.75)?,
+            bias: n.attr_or::<f32>("bias", 1.0)?,
+        })
     }
-    Ok(Box::new(Lrn {
-        size: size as usize,
-        alpha: n.attr_or::<f32>("alpha", 1e-4)?,
-        beta: n.attr_or::<f32>("beta", 0.75)?,
-        bias: n.attr_or::<f32>("bias", 1.0)?,
-    }))
-}
 
-impl Kernel for Lrn {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
-        with_numeric!(float x.dtype(), |T| self.run_t::<T>(x), other => Err(not_float(other)))
-    }
-}
-
-impl Lrn {
-    fn run_t<T: Float>(&self, x: &Tensor) -> Result<Vec<Value>> {
+    fn run_t<T: Float>(&self, x: &Tensor, _: &[Option<&Value>]) -> Result<Vec<Value>> {
         let (_, c, s) = ncs(x.shape(), "LRN")?;
         let xs = x.as_slice::<T>()?;
         let (before, after) = ((self.size - 1) / 2, self.size / 2);
