@@ -10,8 +10,9 @@ use super::{Rnd, store};
 use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.op("", "Swish", factory);
-    r.op("", "SwiGLU", factory);
+    for op in ["Swish", "SwiGLU"] {
+        r.op("", op, factory);
+    }
 }
 
 struct Swish {

@@ -10,8 +10,9 @@ use super::{Float, FloatKernel, GemmElem, Real, broadcast_to, float_factory, for
 use crate::kernel::{NodeInfo, Registry, norm_axis, opt_tensor_in, tensor_in, with_numeric};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.op("", "LayerNormalization", float_factory::<LayerNorm>);
-    r.op("", "RMSNormalization", float_factory::<LayerNorm>);
+    for op in ["LayerNormalization", "RMSNormalization"] {
+        r.op("", op, float_factory::<LayerNorm>);
+    }
 }
 
 /// A float tensor of `dtype` (f32 or bf16 for statistics outputs, or any float) from `R`s.

@@ -14,9 +14,9 @@ use super::{Float, FloatKernel, GemmElem, Real, float_factory, for_rows};
 use crate::kernel::{NodeInfo, Registry, norm_axis};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.op("", "Softmax", float_factory::<Softmax>);
-    r.op("", "LogSoftmax", float_factory::<Softmax>);
-    r.op("", "Hardmax", float_factory::<Softmax>);
+    for op in ["Softmax", "LogSoftmax", "Hardmax"] {
+        r.op("", op, float_factory::<Softmax>);
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,8 +10,9 @@ use crate::kernel::{Kernel, NodeInfo, Registry, norm_axis, tensor_in};
 use crate::kernels::norm::for_rows;
 
 pub(crate) fn register(r: &mut Registry) {
-    r.op("", "ArgMax", arg_factory);
-    r.op("", "ArgMin", arg_factory);
+    for op in ["ArgMax", "ArgMin"] {
+        r.op("", op, arg_factory);
+    }
 }
 
 struct Arg {
