@@ -187,8 +187,7 @@ mod tests {
             transpose in any::<bool>(),
         ) {
             let r = shape.len();
-            let axis = (axis_pick % (2 * r as u64)) as i64 - r as i64;
-            let a = if axis < 0 { (axis + r as i64) as usize } else { axis as usize };
+            let (axis, a) = pick_axis(axis_pick, r);
             let tail = &shape[a..];
             // Scale either has the normalised shape or broadcasts to it (first tail dim 1,
             // plus a leading 1).
@@ -350,8 +349,7 @@ mod tests {
                 let axes: Vec<i64> = (0..r).filter(|a| mask[*a]).map(|a| if seed & 1 == 1 { a as i64 - r as i64 } else { a as i64 }).collect();
                 (mask, node("MeanVarianceNormalization", 13, vec![("axes", ints(&axes))], 1, 1))
             } else {
-                let axis = (axis_pick % (2 * r as u64)) as i64 - r as i64;
-                let a = if axis < 0 { (axis + r as i64) as usize } else { axis as usize };
+                let (axis, a) = pick_axis(axis_pick, r);
                 ((0..r).map(|d| d == a).collect(), node("LpNormalization", 22, vec![("axis", int(axis)), ("p", int(p))], 1, 1))
             };
             let mut groups: std::collections::BTreeMap<Vec<usize>, Vec<usize>> = Default::default();

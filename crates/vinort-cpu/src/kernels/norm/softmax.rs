@@ -243,8 +243,7 @@ mod tests {
             seed in any::<u64>(),
             transpose in any::<bool>(),
         ) {
-            let r = shape.len() as i64;
-            let axis = (axis_pick % (2 * r as u64)) as i64 - r;
+            let (axis, _) = pick_axis(axis_pick, shape.len());
             let n: usize = shape.iter().product();
             // Rounding to a coarse grid makes ties, which Hardmax must break to the first.
             let x: Vec<f64> = if transpose { transposed(seed, &shape) } else {

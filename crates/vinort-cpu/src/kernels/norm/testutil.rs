@@ -26,6 +26,13 @@ pub(crate) fn float(v: f32) -> Attr {
     Attr::Float(v)
 }
 
+/// An axis of a rank-`rank` tensor drawn from `pick`, as a model may write it (`-rank..rank`),
+/// and the same axis normalised (`0..rank`).
+pub(crate) fn pick_axis(pick: u64, rank: usize) -> (i64, usize) {
+    let axis = (pick % (2 * rank as u64)) as i64 - rank as i64;
+    (axis, if axis < 0 { (axis + rank as i64) as usize } else { axis as usize })
+}
+
 /// `n` uniform values in `lo..hi`, from a seed.
 pub(crate) fn rand_vec(seed: u64, n: usize, lo: f64, hi: f64) -> Vec<f64> {
     let mut r = StdRng::seed_from_u64(seed);

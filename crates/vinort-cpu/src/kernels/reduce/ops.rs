@@ -297,7 +297,8 @@ mod tests {
         Ok(run(&n, &inputs)?.remove(0))
     }
 
-    /// A random subset of axes, each written as a positive or a negative index.
+    /// A random subset of axes, each written as a positive or a negative index, and the mask of
+    /// the axes reduced: all of them when the subset is empty (reduce over everything).
     fn pick_axes(seed: u64, rank: usize) -> (Vec<i64>, Vec<bool>) {
         let mut r = StdRng::seed_from_u64(seed);
         let mut mask = vec![false; rank];
@@ -307,6 +308,9 @@ mod tests {
                 *m = true;
                 axes.push(if r.random_bool(0.5) { a as i64 - rank as i64 } else { a as i64 });
             }
+        }
+        if axes.is_empty() {
+            mask = vec![true; rank];
         }
         (axes, mask)
     }
@@ -341,10 +345,7 @@ mod tests {
             keep in any::<bool>(),
             transpose in any::<bool>(),
         ) {
-            let (axes, mut mask) = pick_axes(axes_seed, shape.len());
-            if axes.is_empty() {
-                mask = vec![true; shape.len()];
-            }
+            let (axes, mask) = pick_axes(axes_seed, shape.len());
             let x = data_for(op, seed, &shape, transpose);
             check(op, opset, &shape, &x, &axes, &mask, keep);
         }
@@ -358,10 +359,7 @@ mod tests {
             seed in any::<u64>(),
             keep in any::<bool>(),
         ) {
-            let (axes, mut mask) = pick_axes(axes_seed, shape.len());
-            if axes.is_empty() {
-                mask = vec![true; shape.len()];
-            }
+            let (axes, mask) = pick_axes(axes_seed, shape.len());
             let n: usize = shape.iter().product();
             let x: Vec<i64> = rand_vec(seed, n, -9.0, 9.0).iter().map(|v| v.round() as i64).collect();
             // Reference with explicit wrapping i32 arithmetic.
@@ -403,8 +401,7 @@ mod tests {
             max in any::<bool>(),
         ) {
             let r = shape.len();
-            let axis = (axis_pick % (2 * r as u64)) as i64 - r as i64;
-            let a = if axis < 0 { (axis + r as i64) as usize } else { axis as usize };
+            let (axis, a) = pick_axis(axis_pick, r);
             let n: usize = shape.iter().product();
             // Few distinct values, so ties are common.
             let x: Vec<f64> = rand_vec(seed, n, -3.0, 3.0).iter().map(|v| v.round()).collect();
