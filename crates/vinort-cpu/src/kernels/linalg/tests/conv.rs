@@ -13,28 +13,21 @@ struct Case {
     c: usize,
     m: usize,
     group: usize,
-    input: Vec<usize>,
-    kernel: Vec<usize>,
-    strides: Vec<usize>,
-    dilations: Vec<usize>,
-    pads: Vec<usize>,
-    auto_pad: &'static str,
+    win: Window,
 }
 
 impl Case {
+    /// W's shape: `[M, C/group, k...]` for Conv, `[C, M/group, k...]` for ConvTranspose.
+    fn w_shape(&self, transpose: bool) -> Vec<usize> {
+        let lead = if transpose { [self.c, self.m / self.group] } else { [self.m, self.c / self.group] };
+        lead.iter().chain(&self.win.kernel).copied().collect()
+    }
+
     fn attrs(&self, with_kernel: bool) -> Vec<(String, vinort_ir::Attr)> {
-        let v = |x: &[usize]| x.iter().map(|v| *v as i64).collect::<Vec<_>>();
-        let mut a = vec![
-            int("group", self.group as i64),
-            ints("strides", &v(&self.strides)),
-            ints("dilations", &v(&self.dilations)),
-            string("auto_pad", self.auto_pad),
-        ];
-        if self.auto_pad == "NOTSET" {
-            a.push(ints("pads", &v(&self.pads)));
-        }
+        let mut a = vec![int("group", self.group as i64)];
+        a.extend(self.win.attrs());
         if with_kernel {
-            a.push(ints("kernel_shape", &v(&self.kernel)));
+            a.push(ints("kernel_shape", &self.win.kernel.iter().map(|v| *v as i64).collect::<Vec<_>>()));
         }
         a
     }
@@ -52,17 +45,13 @@ fn case() -> impl Strategy<Value = Case> {
             let strides: Vec<usize> = (0..r).map(|_| g(1, 4)).collect();
             let dilations: Vec<usize> = (0..r).map(|_| g(1, 3)).collect();
             let pads: Vec<usize> = (0..2 * r).map(|_| g(0, 3)).collect();
+            let auto_pad = auto_pad_name(pad_kind.saturating_sub(4));
             Case {
                 n,
                 c: group * cg,
                 m: group * mg,
                 group,
-                input,
-                kernel,
-                strides,
-                dilations,
-                pads,
-                auto_pad: auto_pad_name(pad_kind.saturating_sub(4)),
+                win: Window { input, kernel, strides, dilations, pads, auto_pad },
             }
         },
     )
@@ -70,23 +59,24 @@ fn case() -> impl Strategy<Value = Case> {
 
 /// Conv from its definition, or None when the kernel does not fit the padded input.
 fn conv_ref(cs: &Case, x: &[f64], w: &[f64], b: Option<&[f64]>) -> Option<(Vec<usize>, Vec<f64>)> {
-    let (out, begin, _) = spec_axes(cs.auto_pad, &cs.input, &cs.kernel, &cs.strides, &cs.dilations, &cs.pads, false)?;
-    let r = cs.input.len();
+    let (out, begin, _) = cs.win.axes(false)?;
+    let r = cs.win.input.len();
     let (cg, mg) = (cs.c / cs.group, cs.m / cs.group);
     let mut shape = vec![cs.n, cs.m];
     shape.extend(&out);
-    let x_shape: Vec<usize> = [cs.n, cs.c].iter().chain(&cs.input).copied().collect();
-    let w_shape: Vec<usize> = [cs.m, cg].iter().chain(&cs.kernel).copied().collect();
+    let x_shape = cs.win.x_shape(cs.n, cs.c);
+    let w_shape = cs.w_shape(false);
     let mut y = vec![];
     for idx in indices(&shape) {
         let (ni, mi, o) = (idx[0], idx[1], &idx[2..]);
         let g = mi / mg;
         let mut s = b.map_or(0.0, |b| b[mi]);
         for ci in 0..cg {
-            for kk in indices(&cs.kernel) {
-                let pos: Vec<i64> =
-                    (0..r).map(|a| (o[a] * cs.strides[a] + kk[a] * cs.dilations[a]) as i64 - begin[a]).collect();
-                if pos.iter().zip(&cs.input).all(|(p, d)| *p >= 0 && *p < *d as i64) {
+            for kk in indices(&cs.win.kernel) {
+                let pos: Vec<i64> = (0..r)
+                    .map(|a| (o[a] * cs.win.strides[a] + kk[a] * cs.win.dilations[a]) as i64 - begin[a])
+                    .collect();
+                if pos.iter().zip(&cs.win.input).all(|(p, d)| *p >= 0 && *p < *d as i64) {
                     let mut xi = vec![ni, g * cg + ci];
                     xi.extend(pos.iter().map(|p| *p as usize));
                     let mut wi = vec![mi, ci];
@@ -111,14 +101,14 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let mut rng = rng(seed);
-        let r = cs.input.len();
-        let x_shape: Vec<usize> = [cs.n, cs.c].iter().chain(&cs.input).copied().collect();
-        let w_shape: Vec<usize> = [cs.m, cs.c / cs.group].iter().chain(&cs.kernel).copied().collect();
+        let r = cs.win.input.len();
+        let x_shape = cs.win.x_shape(cs.n, cs.c);
+        let w_shape = cs.w_shape(false);
         // Optionally produce X channels-last and transpose it to NC..., as a layout change
         // upstream would.
         let x = if channels_last {
             let mut nhwc = vec![cs.n];
-            nhwc.extend(&cs.input);
+            nhwc.extend(&cs.win.input);
             nhwc.push(cs.c);
             let data = rand_vec(&mut rng, x_shape.iter().product());
             let mut perm = vec![0, r + 1];
@@ -151,15 +141,20 @@ proptest! {
     }
 }
 
-fn run_conv_case(cs: &Case, seed: u64) {
+/// Random X, W (laid out for ConvTranspose when `transpose`) and B for `cs` from `seed`: the
+/// values, and f32 tensors holding them.
+fn random_xwb(cs: &Case, seed: u64, transpose: bool) -> ([Vec<f64>; 3], [Option<Tensor>; 3]) {
     let mut rng = rng(seed);
-    let x_shape: Vec<usize> = [cs.n, cs.c].iter().chain(&cs.input).copied().collect();
-    let w_shape: Vec<usize> = [cs.m, cs.c / cs.group].iter().chain(&cs.kernel).copied().collect();
-    let x = rand_vec(&mut rng, x_shape.iter().product());
-    let w = rand_vec(&mut rng, w_shape.iter().product());
-    let b = rand_vec(&mut rng, cs.m);
+    let shapes = [cs.win.x_shape(cs.n, cs.c), cs.w_shape(transpose), vec![cs.m]];
+    let values = shapes.clone().map(|s| rand_vec(&mut rng, s.iter().product()));
+    let tensors = [0, 1, 2].map(|i| Some(t32(&shapes[i], &values[i])));
+    (values, tensors)
+}
+
+fn run_conv_case(cs: &Case, seed: u64) {
+    let ([x, w, b], inputs) = random_xwb(cs, seed, false);
     let nd = node("Conv", 11, 3, 1, cs.attrs(true));
-    let got = run_node(&nd, &[Some(t32(&x_shape, &x)), Some(t32(&w_shape, &w)), Some(t32(&[cs.m], &b))], &[1]).unwrap();
+    let got = run_node(&nd, &inputs, &[1]).unwrap();
     let (shape, want) = conv_ref(cs, &x, &w, Some(&b)).unwrap();
     assert_close(&got[0], &shape, &want, 1e-4);
 }
@@ -171,19 +166,17 @@ fn conv_large_cases_hit_threaded_and_fast_paths() {
         c: 48,
         m: 40,
         group: 1,
-        input: vec![23, 29],
-        kernel: vec![3, 3],
-        strides: vec![1, 1],
-        dilations: vec![1, 1],
-        pads: vec![1, 1, 1, 1],
-        auto_pad: "NOTSET",
+        win: Window::explicit(&[23, 29], &[3, 3], &[1, 1], &[1, 1], &[1, 1, 1, 1]),
     };
     // One image, one group: parallelism inside gemm.
     run_conv_case(&base, 1);
     // 1x1 stride 1 unpadded: straight to gemm.
-    run_conv_case(&Case { kernel: vec![1, 1], pads: vec![0; 4], ..base.clone() }, 2);
+    run_conv_case(
+        &Case { win: Window { kernel: vec![1, 1], pads: vec![0; 4], ..base.win.clone() }, ..base.clone() },
+        2,
+    );
     // Depthwise over many channels, batch > 1: rayon over (image, group).
-    run_conv_case(&Case { n: 2, c: 33, m: 33, group: 33, strides: vec![2, 1], ..base.clone() }, 3);
+    run_conv_case(&Case { n: 2, c: 33, m: 33, group: 33, win: Window { strides: vec![2, 1], ..base.win.clone() } }, 3);
     // Grouped, batched, 3-D.
     run_conv_case(
         &Case {
@@ -191,12 +184,7 @@ fn conv_large_cases_hit_threaded_and_fast_paths() {
             c: 6,
             m: 4,
             group: 2,
-            input: vec![5, 9, 11],
-            kernel: vec![2, 3, 3],
-            strides: vec![1, 2, 1],
-            dilations: vec![2, 1, 1],
-            pads: vec![0, 1, 1, 1, 0, 2],
-            ..base
+            win: Window::explicit(&[5, 9, 11], &[2, 3, 3], &[1, 2, 1], &[2, 1, 1], &[0, 1, 1, 1, 0, 2]),
         },
         4,
     );
@@ -253,13 +241,14 @@ fn conv_transpose_ref(
     w: &[f64],
     b: Option<&[f64]>,
 ) -> (Vec<usize>, Vec<f64>) {
-    let r = cs.input.len();
+    let r = cs.win.input.len();
     let mut out = vec![];
     let mut begin = vec![];
     for i in 0..r {
-        let (inp, s, k, d) = (cs.input[i] as i64, cs.strides[i] as i64, cs.kernel[i] as i64, cs.dilations[i] as i64);
+        let (inp, s, k, d) =
+            (cs.win.input[i] as i64, cs.win.strides[i] as i64, cs.win.kernel[i] as i64, cs.win.dilations[i] as i64);
         let natural = s * (inp - 1) + op[i] as i64 + (k - 1) * d + 1;
-        let target = match (output_shape, cs.auto_pad) {
+        let target = match (output_shape, cs.win.auto_pad) {
             (Some(t), _) => Some(t[i] as i64),
             (None, "SAME_UPPER" | "SAME_LOWER") => Some(inp * s),
             _ => None,
@@ -268,10 +257,10 @@ fn conv_transpose_ref(
             Some(t) => {
                 let total = natural - t;
                 // The spec's reference floors (Python `//`), which matters when t > natural.
-                (t, if cs.auto_pad == "SAME_UPPER" { total.div_euclid(2) } else { total - total.div_euclid(2) })
+                (t, if cs.win.auto_pad == "SAME_UPPER" { total.div_euclid(2) } else { total - total.div_euclid(2) })
             }
-            None if cs.auto_pad == "VALID" => (natural, 0),
-            None => (natural - (cs.pads[i] + cs.pads[i + r]) as i64, cs.pads[i] as i64),
+            None if cs.win.auto_pad == "VALID" => (natural, 0),
+            None => (natural - (cs.win.pads[i] + cs.win.pads[i + r]) as i64, cs.win.pads[i] as i64),
         };
         out.push(o as usize);
         begin.push(pb);
@@ -279,8 +268,8 @@ fn conv_transpose_ref(
     let (cg, mg) = (cs.c / cs.group, cs.m / cs.group);
     let mut shape = vec![cs.n, cs.m];
     shape.extend(&out);
-    let x_shape: Vec<usize> = [cs.n, cs.c].iter().chain(&cs.input).copied().collect();
-    let w_shape: Vec<usize> = [cs.c, mg].iter().chain(&cs.kernel).copied().collect();
+    let x_shape = cs.win.x_shape(cs.n, cs.c);
+    let w_shape = cs.w_shape(true);
     let mut y = vec![0.0; shape.iter().product()];
     for yi in indices(&shape) {
         y[flat(&shape, &yi)] = b.map_or(0.0, |b| b[yi[1]]);
@@ -289,9 +278,10 @@ fn conv_transpose_ref(
         let (ni, ci) = (xi[0], xi[1]);
         let g = ci / cg;
         for ml in 0..mg {
-            for kk in indices(&cs.kernel) {
-                let o: Vec<i64> =
-                    (0..r).map(|a| (xi[2 + a] * cs.strides[a] + kk[a] * cs.dilations[a]) as i64 - begin[a]).collect();
+            for kk in indices(&cs.win.kernel) {
+                let o: Vec<i64> = (0..r)
+                    .map(|a| (xi[2 + a] * cs.win.strides[a] + kk[a] * cs.win.dilations[a]) as i64 - begin[a])
+                    .collect();
                 if o.iter().zip(&out).all(|(p, d)| *p >= 0 && *p < *d as i64) {
                     let mut yi = vec![ni, g * mg + ml];
                     yi.extend(o.iter().map(|p| *p as usize));
@@ -315,19 +305,19 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let mut rng = rng(seed);
-        let r = cs.input.len();
+        let r = cs.win.input.len();
         let mut ops = super::rng(op_seed);
-        let op: Vec<usize> = cs.strides.iter().map(|s| ops.random_range(0..*s)).collect();
+        let op: Vec<usize> = cs.win.strides.iter().map(|s| ops.random_range(0..*s)).collect();
         // An explicit output_shape a little smaller or larger than the natural size (pads then
         // derived; larger ones pad at the end).
         let natural: Vec<usize> = (0..r)
-            .map(|i| cs.strides[i] * (cs.input[i] - 1) + op[i] + (cs.kernel[i] - 1) * cs.dilations[i] + 1)
+            .map(|i| cs.win.strides[i] * (cs.win.input[i] - 1) + op[i] + (cs.win.kernel[i] - 1) * cs.win.dilations[i] + 1)
             .collect();
         let output_shape: Option<Vec<usize>> =
             use_output_shape.then(|| natural.iter().map(|n| n + 2 - ops.random_range(0..(*n).min(3) + 2)).collect());
-        let explicit_out: Vec<i64> = (0..r).map(|i| natural[i] as i64 - (cs.pads[i] + cs.pads[i + r]) as i64).collect();
-        let x_shape: Vec<usize> = [cs.n, cs.c].iter().chain(&cs.input).copied().collect();
-        let w_shape: Vec<usize> = [cs.c, cs.m / cs.group].iter().chain(&cs.kernel).copied().collect();
+        let explicit_out: Vec<i64> = (0..r).map(|i| natural[i] as i64 - (cs.win.pads[i] + cs.win.pads[i + r]) as i64).collect();
+        let x_shape = cs.win.x_shape(cs.n, cs.c);
+        let w_shape = cs.w_shape(true);
         let x = rand_vec(&mut rng, x_shape.iter().product());
         let w = rand_vec(&mut rng, w_shape.iter().product());
         let b = bias.then(|| rand_vec(&mut rng, cs.m));
@@ -339,7 +329,7 @@ proptest! {
         let nd = node("ConvTranspose", 11, 3, 1, attrs);
         let inputs = [Some(tensor(dtype, &x_shape, &x)), Some(tensor(dtype, &w_shape, &w)), b.as_ref().map(|b| tensor(dtype, &[cs.m], b))];
         let got = run_node(&nd, &inputs, if const_w { &[1] } else { &[] });
-        if output_shape.is_none() && cs.auto_pad == "NOTSET" && explicit_out.iter().any(|o| *o < 0) {
+        if output_shape.is_none() && cs.win.auto_pad == "NOTSET" && explicit_out.iter().any(|o| *o < 0) {
             prop_assert!(got.is_err());
         } else {
             let (shape, want) = conv_transpose_ref(&cs, &op, output_shape.as_deref(), &x, &w, b.as_deref());
@@ -368,21 +358,11 @@ fn conv_transpose_large_and_errors() {
         c: 24,
         m: 18,
         group: 3,
-        input: vec![13, 17],
-        kernel: vec![3, 4],
-        strides: vec![2, 3],
-        dilations: vec![1, 2],
-        pads: vec![1, 0, 2, 1],
-        auto_pad: "NOTSET",
+        win: Window::explicit(&[13, 17], &[3, 4], &[2, 3], &[1, 2], &[1, 0, 2, 1]),
     };
-    let mut rng = rng(9);
-    let x_shape: Vec<usize> = [cs.n, cs.c].iter().chain(&cs.input).copied().collect();
-    let w_shape: Vec<usize> = [cs.c, cs.m / cs.group].iter().chain(&cs.kernel).copied().collect();
-    let x = rand_vec(&mut rng, x_shape.iter().product());
-    let w = rand_vec(&mut rng, w_shape.iter().product());
-    let b = rand_vec(&mut rng, cs.m);
+    let ([x, w, b], inputs) = random_xwb(&cs, 9, true);
     let nd = node("ConvTranspose", 11, 3, 1, cs.attrs(true));
-    let got = run1(&nd, &[Some(t32(&x_shape, &x)), Some(t32(&w_shape, &w)), Some(t32(&[cs.m], &b))]).unwrap();
+    let got = run1(&nd, &inputs).unwrap();
     let (shape, want) = conv_transpose_ref(&cs, &[0, 0], None, &x, &w, Some(&b));
     assert_close(&got, &shape, &want, 1e-4);
 

@@ -104,27 +104,78 @@ pub(super) fn auto_pad_name(i: usize) -> &'static str {
     ["NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"][i % 4]
 }
 
-/// [`spec_axis`] over every spatial axis: output extents, begin pads and end pads. `pads` holds
-/// the begins, then the ends, as the attribute does.
-pub(super) fn spec_axes(
-    auto_pad: &str,
-    input: &[usize],
-    kernel: &[usize],
-    strides: &[usize],
-    dilations: &[usize],
-    pads: &[usize],
-    ceil: bool,
-) -> Option<(Vec<usize>, Vec<i64>, Vec<i64>)> {
-    let r = input.len();
-    let (mut out, mut begin, mut end) = (vec![], vec![], vec![]);
-    for i in 0..r {
-        let (o, b, e) =
-            spec_axis(auto_pad, input[i], kernel[i], strides[i], dilations[i], (pads[i], pads[i + r]), ceil)?;
-        out.push(o);
-        begin.push(b as i64);
-        end.push(e as i64);
+/// The window of a Conv, ConvTranspose or pool case as its attributes state it.
+#[derive(Clone, Debug)]
+pub(super) struct Window {
+    /// X's spatial extents.
+    pub(super) input: Vec<usize>,
+    pub(super) kernel: Vec<usize>,
+    pub(super) strides: Vec<usize>,
+    pub(super) dilations: Vec<usize>,
+    /// The begins, then the ends, as the attribute holds them.
+    pub(super) pads: Vec<usize>,
+    pub(super) auto_pad: &'static str,
+}
+
+impl Window {
+    /// A window with explicit pads (`auto_pad` NOTSET).
+    pub(super) fn explicit(
+        input: &[usize],
+        kernel: &[usize],
+        strides: &[usize],
+        dilations: &[usize],
+        pads: &[usize],
+    ) -> Window {
+        Window {
+            input: input.to_vec(),
+            kernel: kernel.to_vec(),
+            strides: strides.to_vec(),
+            dilations: dilations.to_vec(),
+            pads: pads.to_vec(),
+            auto_pad: "NOTSET",
+        }
     }
-    Some((out, begin, end))
+
+    /// The `strides`, `dilations` and `auto_pad` attributes, and `pads` unless auto_pad
+    /// chooses them.
+    pub(super) fn attrs(&self) -> Vec<(String, Attr)> {
+        let v = |x: &[usize]| x.iter().map(|v| *v as i64).collect::<Vec<_>>();
+        let mut a = vec![
+            ints("strides", &v(&self.strides)),
+            ints("dilations", &v(&self.dilations)),
+            string("auto_pad", self.auto_pad),
+        ];
+        if self.auto_pad == "NOTSET" {
+            a.push(ints("pads", &v(&self.pads)));
+        }
+        a
+    }
+
+    /// X's shape for `n` images of `c` channels.
+    pub(super) fn x_shape(&self, n: usize, c: usize) -> Vec<usize> {
+        [n, c].iter().chain(&self.input).copied().collect()
+    }
+
+    /// [`spec_axis`] over every spatial axis: output extents, begin pads and end pads.
+    pub(super) fn axes(&self, ceil: bool) -> Option<(Vec<usize>, Vec<i64>, Vec<i64>)> {
+        let r = self.input.len();
+        let (mut out, mut begin, mut end) = (vec![], vec![], vec![]);
+        for i in 0..r {
+            let (o, b, e) = spec_axis(
+                self.auto_pad,
+                self.input[i],
+                self.kernel[i],
+                self.strides[i],
+                self.dilations[i],
+                (self.pads[i], self.pads[i + r]),
+                ceil,
+            )?;
+            out.push(o);
+            begin.push(b as i64);
+            end.push(e as i64);
+        }
+        Some((out, begin, end))
+    }
 }
 
 /// Output extent and (begin, end) pads of one axis from the spec's formulas (Conv and pools).

@@ -11,12 +11,7 @@ use super::*;
 struct Case {
     n: usize,
     c: usize,
-    input: Vec<usize>,
-    kernel: Vec<usize>,
-    strides: Vec<usize>,
-    dilations: Vec<usize>,
-    pads: Vec<usize>,
-    auto_pad: &'static str,
+    win: Window,
     ceil: bool,
 }
 
@@ -28,39 +23,29 @@ fn case() -> impl Strategy<Value = Case> {
             let mut g = |lo: usize, hi: usize| rng.random_range(lo..hi);
             let kernel: Vec<usize> = (0..r).map(|_| g(1, 4)).collect();
             let pads: Vec<usize> = (0..2 * r).map(|i| g(0, kernel[i % r])).collect();
-            Case {
-                n,
-                c,
+            let win = Window {
                 input: (0..r).map(|_| g(1, top)).collect(),
                 kernel,
                 strides: (0..r).map(|_| g(1, 4)).collect(),
                 dilations: (0..r).map(|_| g(1, 3)).collect(),
                 pads,
                 auto_pad: auto_pad_name(pad_kind.saturating_sub(4)),
-                ceil,
-            }
+            };
+            Case { n, c, win, ceil }
         },
     )
 }
 
 impl Case {
     fn attrs(&self) -> Vec<(String, vinort_ir::Attr)> {
-        let v = |x: &[usize]| x.iter().map(|v| *v as i64).collect::<Vec<_>>();
-        let mut a = vec![
-            ints("kernel_shape", &v(&self.kernel)),
-            ints("strides", &v(&self.strides)),
-            ints("dilations", &v(&self.dilations)),
-            string("auto_pad", self.auto_pad),
-            int("ceil_mode", self.ceil as i64),
-        ];
-        if self.auto_pad == "NOTSET" {
-            a.push(ints("pads", &v(&self.pads)));
-        }
+        let mut a = vec![ints("kernel_shape", &self.win.kernel.iter().map(|v| *v as i64).collect::<Vec<_>>())];
+        a.extend(self.win.attrs());
+        a.push(int("ceil_mode", self.ceil as i64));
         a
     }
 
     fn x_shape(&self) -> Vec<usize> {
-        [self.n, self.c].iter().chain(&self.input).copied().collect()
+        self.win.x_shape(self.n, self.c)
     }
 }
 
@@ -74,34 +59,34 @@ enum Op {
 /// A pool from the spec's definition; for Max also the flat argmax index (first maximum in
 /// window order, spatial part in row- or column-major order).
 fn pool_ref(cs: &Case, op: Op, x: &[f64]) -> Option<(Vec<usize>, Vec<f64>, Vec<i64>)> {
-    let (out, pb, pe) = spec_axes(cs.auto_pad, &cs.input, &cs.kernel, &cs.strides, &cs.dilations, &cs.pads, cs.ceil)?;
-    let r = cs.input.len();
+    let (out, pb, pe) = cs.win.axes(cs.ceil)?;
+    let r = cs.win.input.len();
     let mut shape = vec![cs.n, cs.c];
     shape.extend(&out);
     let xs = cs.x_shape();
-    let plane: usize = cs.input.iter().product();
+    let plane: usize = cs.win.input.iter().product();
     let (mut y, mut ind) = (vec![], vec![]);
     for idx in indices(&shape) {
         let (ni, ci, o) = (idx[0], idx[1], &idx[2..]);
         let (mut vals, mut at, mut padded) = (vec![], vec![], 0usize);
-        for kk in indices(&cs.kernel) {
+        for kk in indices(&cs.win.kernel) {
             let pos: Vec<i64> =
-                (0..r).map(|a| (o[a] * cs.strides[a] + kk[a] * cs.dilations[a]) as i64 - pb[a]).collect();
-            if pos.iter().zip(&pe).zip(&cs.input).all(|((p, e), d)| *p < *d as i64 + e) {
+                (0..r).map(|a| (o[a] * cs.win.strides[a] + kk[a] * cs.win.dilations[a]) as i64 - pb[a]).collect();
+            if pos.iter().zip(&pe).zip(&cs.win.input).all(|((p, e), d)| *p < *d as i64 + e) {
                 padded += 1;
             }
-            if pos.iter().zip(&cs.input).all(|(p, d)| *p >= 0 && *p < *d as i64) {
+            if pos.iter().zip(&cs.win.input).all(|(p, d)| *p >= 0 && *p < *d as i64) {
                 let p: Vec<usize> = pos.iter().map(|p| *p as usize).collect();
                 let mut xi = vec![ni, ci];
                 xi.extend(&p);
                 vals.push(x[flat(&xs, &xi)]);
                 let spatial = match op {
                     Op::Max { column_major: true } => {
-                        let rev_shape: Vec<usize> = cs.input.iter().rev().copied().collect();
+                        let rev_shape: Vec<usize> = cs.win.input.iter().rev().copied().collect();
                         let rev: Vec<usize> = p.iter().rev().copied().collect();
                         flat(&rev_shape, &rev)
                     }
-                    _ => flat(&cs.input, &p),
+                    _ => flat(&cs.win.input, &p),
                 };
                 at.push(((ni * cs.c + ci) * plane + spatial) as i64);
             }
@@ -291,17 +276,8 @@ fn same_lower_pool_and_indices_by_hand() {
 
 #[test]
 fn pools_large_and_errors() {
-    let cs = Case {
-        n: 2,
-        c: 37,
-        input: vec![31, 45],
-        kernel: vec![3, 3],
-        strides: vec![2, 2],
-        dilations: vec![1, 2],
-        pads: vec![1, 2, 1, 0],
-        auto_pad: "NOTSET",
-        ceil: true,
-    };
+    let cs =
+        Case { n: 2, c: 37, win: Window::explicit(&[31, 45], &[3, 3], &[2, 2], &[1, 2], &[1, 2, 1, 0]), ceil: true };
     let x = rand_vec(&mut rng(5), cs.x_shape().iter().product());
     let nd = node("AveragePool", 19, 1, 1, cs.attrs());
     let (shape, want, _) = pool_ref(&cs, Op::Avg { include_pad: false }, &x).unwrap();
