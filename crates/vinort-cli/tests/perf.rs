@@ -18,6 +18,14 @@ fn texts(out: &Output) -> (String, String) {
     (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
+/// [`perf`] that must succeed: its stdout and stderr.
+fn perf_ok(args: &[&str]) -> (String, String) {
+    let out = perf(args);
+    let (text, err) = texts(&out);
+    assert!(out.status.success(), "{text}\n{err}");
+    (text, err)
+}
+
 /// The number after `label` in `text` (e.g. `throughput: ` → 431.7).
 fn number_after(text: &str, label: &str) -> f64 {
     let rest = &text[text.find(label).unwrap_or_else(|| panic!("no '{label}' in:\n{text}")) + label.len()..];
@@ -27,9 +35,7 @@ fn number_after(text: &str, label: &str) -> f64 {
 
 #[test]
 fn summary_has_every_field() {
-    let out = perf(&["models/mobilenetv2_tiny", "-e", "cpu", "-r", "20"]);
-    let (text, err) = texts(&out);
-    assert!(out.status.success(), "{text}\n{err}");
+    let (text, _) = perf_ok(&["models/mobilenetv2_tiny", "-e", "cpu", "-r", "20"]);
     for want in [
         "partitions: 1",
         "[0] Cpu: 57 node(s)",
@@ -58,9 +64,7 @@ fn summary_has_every_field() {
 
 #[test]
 fn json_is_one_valid_object_with_ordered_statistics() {
-    let out = perf(&["models/mobilenetv2_tiny", "-e", "cpu", "-r", "20", "--json"]);
-    let (text, err) = texts(&out);
-    assert!(out.status.success(), "{text}\n{err}");
+    let (text, err) = perf_ok(&["models/mobilenetv2_tiny", "-e", "cpu", "-r", "20", "--json"]);
     assert!(!err.contains('\r'), "no progress bar with --json: {err}");
     let json: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}:\n{text}"));
     let get = |path: &[&str]| {
@@ -91,9 +95,7 @@ fn json_is_one_valid_object_with_ordered_statistics() {
 
 #[test]
 fn duration_mode_draws_a_progress_bar_on_stderr() {
-    let out = perf(&["models/mobilenetv2_tiny", "-e", "cpu", "-m", "duration", "-t", "1.5"]);
-    let (text, err) = texts(&out);
-    assert!(out.status.success(), "{text}\n{err}");
+    let (text, err) = perf_ok(&["models/mobilenetv2_tiny", "-e", "cpu", "-m", "duration", "-t", "1.5"]);
     assert!(text.contains("(duration mode, 1 thread(s))"), "{text}");
     let bar = err.lines().find(|l| l.contains("\r[")).unwrap_or_else(|| panic!("no bar in stderr: {err:?}"));
     let last = bar.rsplit('\r').next().unwrap_or_default();
@@ -101,9 +103,7 @@ fn duration_mode_draws_a_progress_bar_on_stderr() {
     assert!(last.ends_with("/1.5s"), "{last:?}");
     assert!(!text.contains('\r'), "the bar belongs on stderr: {text:?}");
 
-    let out = perf(&["models/mobilenetv2_tiny", "-e", "cpu", "-m", "duration", "-t", "1.2", "--no-progress"]);
-    let (text, err) = texts(&out);
-    assert!(out.status.success(), "{text}\n{err}");
+    let (_, err) = perf_ok(&["models/mobilenetv2_tiny", "-e", "cpu", "-m", "duration", "-t", "1.2", "--no-progress"]);
     assert!(!err.contains('\r'), "--no-progress still drew: {err:?}");
 }
 
@@ -131,9 +131,7 @@ fn bad_arguments_are_clear_errors() {
 #[test]
 fn concurrent_threads_share_the_runs_and_report_throughput() {
     // A model file, not a test-case folder: inputs are random.
-    let out = perf(&["models/mobilenetv2_tiny/model.onnx", "-e", "cpu", "-r", "40", "-c", "2"]);
-    let (text, err) = texts(&out);
-    assert!(out.status.success(), "{text}\n{err}");
+    let (text, _) = perf_ok(&["models/mobilenetv2_tiny/model.onnx", "-e", "cpu", "-r", "40", "-c", "2"]);
     assert!(text.contains("input 'input': float [1, 3, 64, 64] random (seed 0)"), "{text}");
     assert!(text.contains("measured: 40 run(s)") && text.contains("(times mode, 2 thread(s))"), "{text}");
     assert!(number_after(&text, "throughput: ") > 0.0, "{text}");
