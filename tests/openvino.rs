@@ -41,7 +41,7 @@ fn sample_models_run_as_one_openvino_partition_and_match_the_reference() {
         let p = &plan.partitions[0];
         assert_eq!(p.provider, "OpenVino(CPU)", "{name}: {plan}");
         assert!(p.def.whole_graph);
-        assert!(p.details.contains("compiled from the model file"), "{}", p.details);
+        assert!(p.details.contains("compiled from memory, weights by address"), "{}", p.details);
         // FP32 really is f32 on this bf16-capable CPU.
         assert!(p.details.contains("INFERENCE_PRECISION_HINT=f32"), "{}", p.details);
         check(&s, name);
@@ -487,4 +487,35 @@ fn an_op_openvino_lacks_runs_on_cpu_and_shape_inference_keeps_the_rest_on_openvi
     let want = want["y"].as_tensor().unwrap();
     assert!(want.to_vec::<f32>().unwrap().iter().any(|v| *v > 0.0), "the test input reaches the output");
     assert_close("y", &got["y"], want, 1e-5, 1e-6);
+}
+
+#[test]
+fn int64_constants_beyond_int32_run_on_cpu_and_stay_exact() {
+    use vinort::ir::proto::onnx;
+    // OpenVINO's CPU plugin computes int64 in int32 (Add(1, 2^40) gives -2147483648 there).
+    let i64_tensor = |name: &str, v: &[i64]| onnx::TensorProto {
+        name: Some(name.into()),
+        dims: vec![v.len() as i64],
+        data_type: Some(7),
+        raw_data: Some(bytes::Bytes::from(v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())),
+        ..Default::default()
+    };
+    let g = onnx::GraphProto {
+        name: Some("wide".into()),
+        node: vec![node("Add", "small", &["x", "one"], &["a"]), node("Add", "wide", &["a", "big"], &["y"])],
+        initializer: vec![i64_tensor("one", &[1, 1]), i64_tensor("big", &[1 << 40, 5])],
+        input: vec![value_info("x", 7, &[2])],
+        output: vec![value_info("y", 7, &[2])],
+        ..Default::default()
+    };
+    let s = Runtime::from_bytes(encode(&model(g, 17)))
+        .unwrap()
+        .providers([OpenVino::cpu().precision(Precision::Fp32).error_on_failure(), Cpu::default().into()])
+        .build()
+        .unwrap();
+    let plan = s.plan().to_string();
+    assert!(plan.contains("beyond int32"), "{plan}");
+    let x = vinort::Tensor::from_vec(&[2], vec![0i64, 2]).unwrap();
+    let y = s.run([("x", &x)]).unwrap().into_values().remove(0).into_tensor().unwrap();
+    assert_eq!(y.to_vec::<i64>().unwrap(), [(1 << 40) + 1, 8]);
 }

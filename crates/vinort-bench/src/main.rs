@@ -81,6 +81,10 @@ enum Command {
         /// (`vinort-bench pair`; 0 skips them).
         #[arg(long, default_value_t = 200)]
         pairs: usize,
+        /// Alternating vinort/native OpenVINO session creations, one fresh process each, per
+        /// precision and whole-compiled model (0 skips them).
+        #[arg(long, default_value_t = 10)]
+        session_pairs: usize,
         /// Interleaved rounds per model: every runtime once per round, pooled afterwards.
         #[arg(long, default_value_t = 3)]
         rounds: usize,
@@ -143,7 +147,16 @@ fn main() -> Result<()> {
             println!("{}", p.to_json());
             Ok(())
         }
-        Command::Table { timing: Timing { runs, warmup, threads }, pairs, rounds, runtimes, out, command, models } => {
+        Command::Table {
+            timing: Timing { runs, warmup, threads },
+            pairs,
+            session_pairs,
+            rounds,
+            runtimes,
+            out,
+            command,
+            models,
+        } => {
             if models.is_empty() {
                 bail!("give at least one model folder");
             }
@@ -159,7 +172,7 @@ fn main() -> Result<()> {
                     bail!("unknown runtime '{w}'; known: {}", names().join(", "));
                 }
             }
-            let doc = report::table(&models, &wanted, runs, warmup, threads, rounds, pairs, &command)?;
+            let doc = report::table(&models, &wanted, runs, warmup, threads, rounds, pairs, session_pairs, &command)?;
             match out {
                 Some(path) => {
                     std::fs::write(&path, &doc).with_context(|| format!("writing {}", path.display()))?;

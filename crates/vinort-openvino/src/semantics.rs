@@ -18,6 +18,9 @@ use crate::version::MEASURED;
 /// Why OpenVINO must not run this node, if a semantic rule says so.
 pub fn refusal(g: &Graph, ix: NodeIndex) -> Option<String> {
     let n = g.node(ix);
+    if let Some(why) = int64_constant_beyond_int32(g, n) {
+        return Some(why);
+    }
     if !matches!(n.domain.as_str(), "" | "ai.onnx") {
         return None;
     }
@@ -75,6 +78,30 @@ pub fn refusal(g: &Graph, ix: NodeIndex) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// OpenVINO's CPU plugin computes int64 in int32: an int64 constant beyond ±2^31 saturates
+/// and int64 arithmetic wraps at 32 bits (measured: `Add(1, 2^40)` gives -2147483648,
+/// `Mul(2^20, 2^20)` gives 0). A node reading such a constant is refused, except where ONNX
+/// clamps the value anyway and OpenVINO was measured right: Slice's starts, ends, axes and
+/// steps (±2^63-1 "to the end", also reversed) and Loop's trip count (2^63-1 "until the
+/// condition"). Values fed at run time cannot be checked from the graph; int64 data beyond
+/// ±2^31 from the caller (rare: ids, masks and shapes are small) is narrowed as it is with ONNX
+/// Runtime's OpenVINO EP — run such a model with `[Cpu]`.
+fn int64_constant_beyond_int32(g: &Graph, n: &Node) -> Option<String> {
+    let clamped = |i: usize| matches!((n.op_type.as_str(), i), ("Slice", 1..=4) | ("Loop", 0));
+    n.inputs.iter().enumerate().filter(|(i, _)| !clamped(*i)).find_map(|(i, v)| {
+        let v = (*v)?;
+        if g.value(v).ty.tensor_dtype() != Some(DType::I64) {
+            return None;
+        }
+        let big = g.constant(v)?.to_aligned().to_vec::<i64>().ok()?.into_iter().find(|x| i32::try_from(*x).is_err())?;
+        Some(format!(
+            "OpenVINO {MEASURED}'s CPU plugin computes int64 in int32, and input {i} ('{}') is a constant \
+             holding {big}, beyond int32 (measured: Add(1, 2^40) gives -2147483648)",
+            g.value(v).name
+        ))
+    })
 }
 
 fn dtype(g: &Graph, n: &Node, input: usize) -> Option<DType> {
@@ -391,6 +418,25 @@ pub(crate) mod tests {
                 .is_some()
         );
         assert_eq!(verdict(one_node("Relu", 14, &[x], vec![], &["x"], vec![])), None);
+    }
+
+    #[test]
+    fn semantics_int64_constants_beyond_int32_are_refused_where_not_clamped() {
+        const I64: i32 = 7;
+        let x = [vi("x", I64, &[2])];
+        let add = |c: i64| verdict(one_node("Add", 14, &x, vec![init::<i64>("c", &[5, c])], &["x", "c"], vec![]));
+        assert!(add(1 << 40).unwrap().contains("'c'"), "2^40 is beyond int32");
+        assert!(add(i64::from(i32::MIN) - 1).is_some());
+        assert_eq!(add(i64::from(i32::MAX)), None, "int32's own range is exact");
+        assert_eq!(add(-1), None);
+        // Slice's ends of 2^63-1 mean "to the end": clamped by ONNX, measured right.
+        let ends = vec![init::<i64>("s", &[1]), init::<i64>("e", &[i64::MAX])];
+        assert_eq!(verdict(one_node("Slice", 13, &x, ends, &["x", "s", "e"], vec![])), None);
+        // Not for the data input of a Slice.
+        let data = vec![init::<i64>("d", &[1 << 40, 0]), init::<i64>("s", &[0]), init::<i64>("e", &[1])];
+        assert!(verdict(one_node("Slice", 13, &[], data, &["d", "s", "e"], vec![])).is_some());
+        let f = [vi("x", F32, &[2])];
+        assert_eq!(verdict(one_node("Relu", 14, &f, vec![], &["x"], vec![])), None);
     }
 
     #[test]

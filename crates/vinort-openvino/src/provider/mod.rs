@@ -7,7 +7,7 @@
 //! |---|---|
 //! | `device` | device availability at start, the core's property answers for option resolution |
 //! | `capability` | the ordered refusal layers (static → semantics → slow → table → probe) |
-//! | `compile` | the compile strategies (whole file, partition file, in memory) and blame on failure |
+//! | `compile` | the compile strategies (whole file with `cache_dir`, partition file, in memory by address) and blame on failure |
 //! | `partition` | [`OvPartition`]: compiled model(s), ports, running on a pooled request |
 //! | `pool` | the bounded infer-request pool |
 //! | `shape_cache` | `disable_dynamic_shapes`: per-shape compilations in an LRU |

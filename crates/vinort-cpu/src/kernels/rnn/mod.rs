@@ -6,6 +6,9 @@
 //!   both layouts, `sequence_lens`, initial states, peepholes, `clip`, `input_forget`,
 //!   `linear_before_reset` and the spec's activation functions ([`activation`]).
 //!
+//! - [`dynamic_lstm`][dynamic_lstm]: com.microsoft DynamicQuantizeLSTM (8-bit weights,
+//!   dequantized, then the LSTM above).
+//!
 //! Dtypes: f32, f64, f16 and bf16. f16 and bf16 are widened to f32 for the computation (so
 //! gate sums accumulate in f32) and narrowed back once at the end; f64 computes in f64.
 //! Matrix products go through the `gemm` crate ([`math::matmul`]).
@@ -13,6 +16,7 @@
 use crate::kernel::Registry;
 
 pub(crate) mod activation;
+pub(crate) mod dynamic_lstm;
 pub(crate) mod math;
 pub(crate) mod recurrent;
 
@@ -21,4 +25,5 @@ mod tests;
 
 pub(crate) fn register(r: &mut Registry) {
     recurrent::register(r);
+    dynamic_lstm::register(r);
 }

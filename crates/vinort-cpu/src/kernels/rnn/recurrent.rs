@@ -129,7 +129,10 @@ fn factory(info: &NodeInfo<'_>, cell: Cell) -> Result<Box<dyn Kernel>> {
 impl Recurrent {
     pub(crate) fn from_node(info: &NodeInfo<'_>, cell: Cell) -> Result<Recurrent> {
         let n = info.node;
-        for i in [0, 1, 2, 3, 5, 6, 7] {
+        // DynamicQuantizeLSTM's W and R are 8-bit; it dequantizes them before running.
+        let float_inputs: &[usize] =
+            if n.op_type == "DynamicQuantizeLSTM" { &[0, 3, 5, 6, 7] } else { &[0, 1, 2, 3, 5, 6, 7] };
+        for &i in float_inputs {
             if let Some(d) = info.input_dtype(i)
                 && !d.is_float()
             {
