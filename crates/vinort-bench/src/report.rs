@@ -107,6 +107,39 @@ fn session_pairs(model: &Path, precision: &str, n: usize, threads: usize) -> Res
     Ok(p)
 }
 
+/// vinort's and native OpenVINO's runtimes at each precision the targets are judged at.
+const PRECISIONS: [(&str, &str, &str); 2] =
+    [("vinort-ov-f32", "openvino-f32", "f32"), ("vinort-ov", "openvino", "default precision")];
+
+/// Precision `k`'s pairs judged against a ratio `limit`, when they were measured.
+fn paired_verdict(pairs: &Option<Pairs>, k: usize, limit: f64) -> Option<(String, bool)> {
+    let (f, d) = pairs.as_ref()?;
+    let p = if k == 0 { f } else { d }.as_ref().ok()?;
+    let r = p.median_ratio();
+    Some((format!("paired median ratio {r:.3} ({:+.1}%)", 100.0 * (r - 1.0)), r <= limit))
+}
+
+/// One table row per model with pairs: medians (to `decimals`) and the order-balanced ratio,
+/// f32 then default precision.
+fn pair_rows(doc: &mut String, results: &[(String, Row)], pairs: &[Option<Pairs>], decimals: usize) {
+    for ((model, _), p) in results.iter().zip(pairs) {
+        let Some((f, d)) = p else { continue };
+        let cells = |p: &Result<Paired, String>| match p {
+            Ok(p) => (
+                format!(
+                    "{:.decimals$} / {:.decimals$}",
+                    percentile(&p.vinort_ms, 50.0),
+                    percentile(&p.native_ms, 50.0)
+                ),
+                format!("{:.3}", p.median_ratio()),
+            ),
+            Err(e) => (format!("failed: {}", e.replace('|', "/")), "—".into()),
+        };
+        let ((fm, fr), (dm, dr)) = (cells(f), cells(d));
+        let _ = writeln!(doc, "| {model} | {fm} | {fr} | {dm} | {dr} |");
+    }
+}
+
 fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -258,6 +291,7 @@ pub fn table(
             ratio(med("vinort-cpu"), med("ort-cpu")),
         );
     }
+    let header = "| model | f32: vinort / OpenVINO median ms | f32 ratio | default precision: vinort / OpenVINO median ms | default ratio |\n|---|---|---|---|---|";
     if paired.iter().any(Option::is_some) {
         let _ = writeln!(
             doc,
@@ -267,21 +301,9 @@ pub fn table(
              after warm-up, so both see the same moments of the machine. The ratio is vinort's latency ÷ \
              OpenVINO's, order-balanced: the geometric mean of its median over the pairs vinort ran \
              first and its median over the pairs OpenVINO ran first (the second run of a pair is \
-             slower while the first one's threads wind down). This is what the 3% target is judged on.\n\n\
-             | model | f32: vinort / OpenVINO median ms | f32 ratio | default precision: vinort / OpenVINO median ms | default ratio |\n|---|---|---|---|---|"
+             slower while the first one's threads wind down). This is what the 3% target is judged on.\n\n{header}"
         );
-        for ((model, _), p) in results.iter().zip(&paired) {
-            let Some((f, d)) = p else { continue };
-            let cells = |p: &Result<Paired, String>| match p {
-                Ok(p) => (
-                    format!("{:.3} / {:.3}", percentile(&p.vinort_ms, 50.0), percentile(&p.native_ms, 50.0)),
-                    format!("{:.3}", p.median_ratio()),
-                ),
-                Err(e) => (format!("failed: {}", e.replace('|', "/")), "—".into()),
-            };
-            let ((fm, fr), (dm, dr)) = (cells(f), cells(d));
-            let _ = writeln!(doc, "| {model} | {fm} | {fr} | {dm} | {dr} |");
-        }
+        pair_rows(&mut doc, &results, &paired, 3);
     }
     if sessions.iter().any(Option::is_some) {
         let _ = writeln!(
@@ -292,21 +314,9 @@ pub fn table(
              times alternating (each pays the library and plugin load and a cold compile; no model cache). \
              The ratio is vinort's ÷ OpenVINO's, order-balanced as above. vinort hands OpenVINO the model \
              from memory with its weights by address, which spares OpenVINO's reader copying every weight \
-             out of the file. This is what the session-creation target is judged on.\n\n\
-             | model | f32: vinort / OpenVINO median ms | f32 ratio | default precision: vinort / OpenVINO median ms | default ratio |\n|---|---|---|---|---|"
+             out of the file. This is what the session-creation target is judged on.\n\n{header}"
         );
-        for ((model, _), p) in results.iter().zip(&sessions) {
-            let Some((f, d)) = p else { continue };
-            let cells = |p: &Result<Paired, String>| match p {
-                Ok(p) => (
-                    format!("{:.1} / {:.1}", percentile(&p.vinort_ms, 50.0), percentile(&p.native_ms, 50.0)),
-                    format!("{:.3}", p.median_ratio()),
-                ),
-                Err(e) => (format!("failed: {}", e.replace('|', "/")), "—".into()),
-            };
-            let ((fm, fr), (dm, dr)) = (cells(f), cells(d));
-            let _ = writeln!(doc, "| {model} | {fm} | {fr} | {dm} | {dr} |");
-        }
+        pair_rows(&mut doc, &results, &sessions, 1);
     }
     let _ = writeln!(doc, "\n## Targets (issue 5), judged on this run\n");
     let _ = writeln!(doc, "| model | target | measured | met |\n|---|---|---|---|");
@@ -321,44 +331,26 @@ pub fn table(
         // native OpenVINO cannot compile such a model whole.
         let partitioned = get("vinort-ov-f32").is_some_and(|m| m.note.contains(" -> "));
         if !partitioned {
-            for (k, (ours, theirs, what)) in
-                [("vinort-ov-f32", "openvino-f32", "f32"), ("vinort-ov", "openvino", "default precision")]
-                    .into_iter()
-                    .enumerate()
-            {
+            for (k, (ours, theirs, what)) in PRECISIONS.into_iter().enumerate() {
                 // Judged on the paired run when there is one; else on the separate processes.
-                let p = pair.as_ref().and_then(|(f, d)| if k == 0 { f.as_ref().ok() } else { d.as_ref().ok() });
-                let measured = match p {
-                    Some(p) => {
-                        let r = p.median_ratio();
-                        Some((format!("paired median ratio {r:.3} ({:+.1}%)", 100.0 * (r - 1.0)), r <= 1.03))
-                    }
-                    None => lat(ours, theirs).map(|(a, b)| {
+                let measured = paired_verdict(pair, k, 1.03).or_else(|| {
+                    lat(ours, theirs).map(|(a, b)| {
                         (format!("{:.3} vs {:.3} ms ({:+.1}%)", a, b, 100.0 * (a / b - 1.0)), a <= b * 1.03)
-                    }),
-                };
+                    })
+                });
                 check(&format!("latency within 3% of native OpenVINO ({what})"), measured);
             }
             check(
                 "latency no slower than ORT + OpenVINO EP",
                 lat("vinort-ov-f32", "ort-ovep").map(|(a, b)| (format!("{a:.3} vs {b:.3} ms"), a <= b)),
             );
-            for (k, (ours, theirs, what)) in
-                [("vinort-ov-f32", "openvino-f32", "f32"), ("vinort-ov", "openvino", "default precision")]
-                    .into_iter()
-                    .enumerate()
-            {
+            for (k, (ours, theirs, what)) in PRECISIONS.into_iter().enumerate() {
                 // Judged on the alternating processes when there are some; else on the rounds.
-                let p = session.as_ref().and_then(|(f, d)| if k == 0 { f.as_ref().ok() } else { d.as_ref().ok() });
-                let measured = match p {
-                    Some(p) => {
-                        let r = p.median_ratio();
-                        Some((format!("paired median ratio {r:.3} ({:+.1}%)", 100.0 * (r - 1.0)), r <= 1.0))
-                    }
-                    None => get(ours).zip(get(theirs)).map(|(a, b)| {
+                let measured = paired_verdict(session, k, 1.0).or_else(|| {
+                    get(ours).zip(get(theirs)).map(|(a, b)| {
                         (format!("{:.0} vs {:.0} ms", a.session_ms, b.session_ms), a.session_ms <= b.session_ms)
-                    }),
-                };
+                    })
+                });
                 check(&format!("session creation no slower than native OpenVINO ({what})"), measured);
             }
         } else {
