@@ -354,7 +354,14 @@ def build_segnet_bench(rng: np.random.Generator):
 
 def build_bert(rng: np.random.Generator, name: str, layers: int, hidden: int, heads: int, ffn: int,
                seq: int = 128, vocab: int = 30522, max_positions: int = 512, type_vocab: int = 2,
-               padding: int = 16):
+               padding: int = 16, torch_export: bool = False):
+    """torch_export: write the position ids and the additive mask the way torch.onnx exports
+    Hugging Face's BERT, the patterns onnxruntime.transformers' EmbedLayerNormalization and
+    Attention fusions look for: `position_ids[:, :seq_len]` (Shape/Gather/Unsqueeze/Slice of
+    a [1, max_positions] buffer) and `(1 - mask[:, None, None, :].float()) * -10000`
+    (Unsqueeze, Unsqueeze, Cast, Sub, Mul). By default the positions are a [1, seq] constant and
+    the int mask is Cast first and Unsqueezed last (the benchmark models' graph, kept as
+    measured). Both forms compute the same values."""
     b = GraphBuilder(rng)
     head_dim = hidden // heads
 
@@ -374,7 +381,16 @@ def build_bert(rng: np.random.Generator, name: str, layers: int, hidden: int, he
     word_emb = b.const("embeddings.word_embeddings.weight", b.normal((vocab, hidden), 0.5))
     pos_emb = b.const("embeddings.position_embeddings.weight", b.normal((max_positions, hidden), 0.5))
     type_emb = b.const("embeddings.token_type_embeddings.weight", b.normal((type_vocab, hidden), 0.5))
-    position_ids = b.const("embeddings.position_ids", i64(np.arange(seq)[None, :]))
+    if torch_export:
+        ids_shape = b.node("Shape", ["input_ids"], "embeddings/Shape")
+        seq_len = b.node("Gather", [ids_shape, b.const("embeddings.seq_axis", i64(1))], "embeddings/Gather_len", axis=0)
+        seq_len = b.node("Unsqueeze", [seq_len, b.const("embeddings.unsqueeze_len", i64([0]))], "embeddings/Unsqueeze")
+        position_ids = b.node("Slice", [b.const("embeddings.position_ids", i64(np.arange(max_positions)[None, :])),
+                                        b.const("embeddings.slice_start", i64([0])), seq_len,
+                                        b.const("embeddings.slice_axes", i64([1])),
+                                        b.const("embeddings.slice_steps", i64([1]))], "embeddings/Slice")
+    else:
+        position_ids = b.const("embeddings.position_ids", i64(np.arange(seq)[None, :]))
     words = b.node("Gather", [word_emb, "input_ids"], "embeddings/word_embeddings/Gather", axis=0)
     positions = b.node("Gather", [pos_emb, position_ids], "embeddings/position_embeddings/Gather", axis=0)
     types = b.node("Gather", [type_emb, "token_type_ids"], "embeddings/token_type_embeddings/Gather", axis=0)
@@ -383,10 +399,17 @@ def build_bert(rng: np.random.Generator, name: str, layers: int, hidden: int, he
     x = layer_norm(x, "embeddings.LayerNorm")
 
     # Additive attention mask: (1 - mask) * -10000, shaped [1, 1, 1, seq].
-    m = b.node("Cast", ["attention_mask"], "mask/Cast", to=TensorProto.FLOAT)
-    m = b.node("Sub", [b.const("mask.one", f32(1.0)), m], "mask/Sub")
-    m = b.node("Mul", [m, b.const("mask.neg_large", f32(-10000.0))], "mask/Mul")
-    mask = b.node("Unsqueeze", [m, b.const("mask.unsqueeze_axes", i64([1, 2]))], "mask/Unsqueeze")
+    if torch_export:
+        m = b.node("Unsqueeze", ["attention_mask", b.const("mask.unsqueeze_heads", i64([1]))], "mask/Unsqueeze")
+        m = b.node("Unsqueeze", [m, b.const("mask.unsqueeze_queries", i64([2]))], "mask/Unsqueeze_1")
+        m = b.node("Cast", [m], "mask/Cast", to=TensorProto.FLOAT)
+        m = b.node("Sub", [b.const("mask.one", f32(1.0)), m], "mask/Sub")
+        mask = b.node("Mul", [m, b.const("mask.neg_large", f32(-10000.0))], "mask/Mul")
+    else:
+        m = b.node("Cast", ["attention_mask"], "mask/Cast", to=TensorProto.FLOAT)
+        m = b.node("Sub", [b.const("mask.one", f32(1.0)), m], "mask/Sub")
+        m = b.node("Mul", [m, b.const("mask.neg_large", f32(-10000.0))], "mask/Mul")
+        mask = b.node("Unsqueeze", [m, b.const("mask.unsqueeze_axes", i64([1, 2]))], "mask/Unsqueeze")
 
     split_heads_shape = b.const("attention.split_heads_shape", i64([1, seq, heads, head_dim]))
     merge_heads_shape = b.const("attention.merge_heads_shape", i64([1, seq, hidden]))

@@ -4,15 +4,52 @@
     gen_corpus.py OUT_DIR
 
 Real models reach vinort in forms made by the tools users use, not as the plain float graphs
-of models/generate.py and models/generate_bench.py: quantized by onnxruntime.quantization, converted to float16, exported
-with model-local functions, declaring repeated `?` dims, overriding initializers. This builds
-each form from the repository's generated networks (builders imported from models/, never
-copied) and writes one folder per case:
+of models/generate.py and models/generate_bench.py: fused by onnxruntime.transformers,
+quantized by onnxruntime.quantization, converted to float16, exported with model-local
+functions, declaring repeated `?` dims, overriding initializers. This builds each form from
+the repository's generated networks (builders imported from models/, never copied; the
+GPT-2 and ViT builders live here) and writes one folder per case:
 
     OUT_DIR/<case>/model.onnx
     OUT_DIR/<case>/test_data_set_<N>/{input,output}_<K>.pb   (TensorProtos named after the values)
     OUT_DIR/<case>/tolerance.txt                               (read by vinort_tools::testcase)
     OUT_DIR/.complete                                          (written last)
+
+ONNX Runtime's own tools, applied to networks built here the way torch.onnx exports them
+(their patterns are the ones onnxruntime.transformers' fusion code matches, and the generator
+fails if Attention or SkipLayerNormalization is not fused):
+
+  base network (builder)                     case                       com.microsoft ops
+  BERT, 2 layers, hidden 64                  bert_fused                 Attention, BiasGelu,
+  (generate_bench.build_bert, torch_export)                             EmbedLayerNormalization,
+                                                                        SkipLayerNormalization
+  GPT-2 decoder, 2 layers, hidden 64         gpt2_fused                 Attention (unidirectional),
+  (base_gpt2)                                                           EmbedLayerNormalization,
+                                                                        FastGelu, SkipLayerNormalization
+  ViT, 32x32 image, 8x8 patches, hidden 64   vit_fused                  Attention, BiasGelu,
+  (base_vit)                                                            SkipLayerNormalization
+  each of the three fused models             <base>_fused_fp16          the same, in float16
+                                             <base>_fused_dynamic_int8  Attention -> QAttention; BERT's
+                                                                        EmbedLayerNormalization ->
+                                                                        QEmbedLayerNormalization (GPT-2's
+                                                                        stays float); the rest as fused.
+                                                                        MatMul -> DynamicQuantizeLinear +
+                                                                        MatMulInteger (ViT's Conv ->
+                                                                        ConvInteger)
+                                             <base>_fused_matmul4bits   constant-weight MatMul ->
+                                                                        MatMulNBits; the rest as fused
+  MobileNetV2 224 (generate_bench)           mobilenetv2_qoperator_     QLinearAdd, QLinearGlobalAveragePool,
+                                             per_channel_u8s8           QGemm (Conv -> ONNX's QLinearConv)
+
+The tools: optimizer.optimize_model(model_type=bert|gpt2|vit, num_heads=4, hidden_size=64,
+opt_level=0: the ONNX-level fusions only, as level 1 imports torch);
+float16.convert_float_to_float16(keep_io_types=True); quantize_dynamic (int8 weights, with
+DefaultTensorType FLOAT for the contrib ops' untyped outputs); MatMulNBitsQuantizer (4 bits,
+symmetric, blocks of 32, accuracy_level unset); quantize_static in QOperator format
+(per-channel int8 weights, uint8 activations, calibrated on seeded random images). The older
+forms (QDQ, dynamic int8 and float16 of plain graphs) hold no com.microsoft op except
+DynamicQuantizeLSTM in crnn_bilstm_dynamic_int8. docs/suites.md lists each case's
+com.microsoft ops as read from the files.
 
 Reference outputs come from onnxruntime's CPU execution provider with graph optimizations off
 and one thread (models/generate.py's `reference_outputs`), never from vinort. Weights, inputs
@@ -38,11 +75,22 @@ Tolerances (|got - want| <= atol + rtol * |want|):
     a tie flipped in it moves one int8 activation by one step, which shifts a dot product by
     at most that step times the weight's magnitude. rtol 1e-2 and atol 2e-2 cover a few such
     flips after LayerNormalization/LogSoftmax renormalize; a wrong rounding rule (half away
-    from zero instead of half to even) breaks it on many elements at once.
+    from zero instead of half to even) breaks it on many elements at once. The fused
+    transformers' QAttention quantizes its input the same way (per tensor, from the data),
+    and QEmbedLayerNormalization dequantizes uint8 tables without rounding anything at run
+    time, so the same tolerance applies;
+  - 4-bit forms (MatMulNBits): float32's, because nothing is rounded at run time: with
+    accuracy_level unset the activations stay float32 and each weight dequantizes exactly
+    ((q - 8) * scale: a small integer times a float32 scale is one rounding, the same in every
+    runtime). Measured: onnxruntime's MatMulNBits output differs from the same model with the
+    dequantized weights in a float32 MatMul by at most 2.4e-7 on all three networks;
+  - QOperator int8 form: QDQ_STEPS output steps, as the static QDQ forms (the reference here
+    is onnxruntime's QLinear kernels themselves; a runtime that dequantizes, computes in float
+    and requantizes flips the same rounding ties the other way).
 
 `.complete` and the reuse rule are those of scripts/gen_onnx_suites.py (it holds the shared
 helpers): the stamp covers this file, that one, models/generate.py, models/generate_bench.py
-and the package versions.
+and the versions of numpy, onnx, onnxruntime and onnx-ir.
 """
 
 from __future__ import annotations
@@ -61,8 +109,12 @@ SEED = 20251124
 FP32 = (1e-3, 1e-4)
 FP16 = (1e-2, 2e-2)
 DYNAMIC_INT8 = (1e-2, 2e-2)
+NBITS = FP32
 QDQ_STEPS = 3
+NBITS_BLOCK = 32
 OPSET = 17
+# What the stamp records besides the generators: onnx-ir is what MatMulNBitsQuantizer edits with.
+PACKAGES = common.PACKAGES + ("onnx-ir",)
 
 
 def rng(name: str):
@@ -107,6 +159,208 @@ def base_mobilenetv2():
     import generate_bench
 
     return generate_bench.build_mobilenetv2(generate_bench.model_rng("mobilenetv2"))
+
+
+def base_bert_fusable():
+    """models/generate_bench.py's BERT encoder, small (2 layers, hidden 64, 4 heads, FFN 128,
+    sequence 32, vocabulary 1536: its test ids are drawn from 1000 up), with position ids and
+    attention mask as torch.onnx exports them, which onnxruntime.transformers'
+    EmbedLayerNormalization and Attention fusions require. Inputs input_ids, attention_mask,
+    token_type_ids (8 padding positions masked); outputs last_hidden_state, pooler_output."""
+    import generate_bench
+
+    return generate_bench.build_bert(generate_bench.model_rng("bert_fusable"), "bert_fusable", layers=2,
+                                     hidden=64, heads=4, ffn=128, seq=32, vocab=1536, max_positions=64,
+                                     padding=8, torch_export=True)
+
+
+def base_gpt2(name: str = "gpt2_tiny", layers: int = 2, hidden: int = 64, heads: int = 4, seq: int = 16,
+              vocab: int = 256, max_positions: int = 32):
+    """A GPT-2 decoder written the way torch.onnx exports Hugging Face's GPT2LMHeadModel
+    (no past, one input, one output): token + position embeddings (Gather, positions from
+    Range over the input's length), pre-LN blocks whose Conv1D projections are
+    Reshape/Gemm/Reshape (`addmm(bias, x.view(-1, n), W)`), fused QKV Split into heads, scores
+    Div by sqrt(head size), the causal mask as `where(bias[:, :, k-q:k, :k], w, finfo.min)`
+    with the query/key lengths read off the scores' Shape (Slice/Squeeze/Sub/Unsqueeze), MLP
+    with GELU in its tanh form (`gelu_new`: Pow, Mul, Add, Tanh), a final LayerNormalization
+    and the LM head tied to the token embedding (MatMul with its transpose). Input input_ids
+    [1, seq] int64, output logits [1, seq, vocab]: the shape of the model that
+    onnxruntime.transformers fuses with FusionGptAttentionNoPast."""
+    import generate
+    import numpy as np
+    from generate import GraphBuilder, f32, i64
+    from onnx import TensorProto, helper
+
+    r = rng(name)
+    b = GraphBuilder(r)
+    head_dim = hidden // heads
+
+    def layer_norm(x, prefix):
+        gamma = b.const(f"{prefix}.weight", b.uniform((hidden,), 0.8, 1.2))
+        beta = b.const(f"{prefix}.bias", b.normal((hidden,), 0.05))
+        return b.node("LayerNormalization", [x, gamma, beta], f"{prefix}/LayerNormalization", axis=-1, epsilon=1e-5)
+
+    def conv1d(x, prefix, cin, cout, std=None):
+        """HF's Conv1D: x.view(-1, cin) @ W + b, viewed back to [1, S, cout]."""
+        w = b.const(f"{prefix}.weight", b.normal((cin, cout), std or 1.0 / np.sqrt(cin)))
+        bias = b.const(f"{prefix}.bias", b.normal((cout,), 0.05))
+        x = b.node("Reshape", [x, flat_shape[cin]], f"{prefix}/Reshape")
+        y = b.node("Gemm", [x, w, bias], f"{prefix}/Gemm")
+        return b.node("Reshape", [y, b.const(f"{prefix}.out_shape", i64([1, seq, cout]))], f"{prefix}/Reshape_1")
+
+    flat_shape = {n: b.const(f"flat_shape_{n}", i64([-1, n])) for n in (hidden, 4 * hidden)}
+    wte = b.normal((vocab, hidden), 0.5)
+    wte_name = b.const("transformer.wte.weight", wte)
+    wpe = b.const("transformer.wpe.weight", b.normal((max_positions, hidden), 0.2))
+    # A bool lower triangle, as GPT2Attention's `bias` buffer.
+    causal = b.const("causal_bias", np.tril(np.ones((max_positions, max_positions), dtype=bool))[None, None])
+    words = b.node("Gather", [wte_name, "input_ids"], "transformer/wte/Gather", axis=0)
+    ids_shape = b.node("Shape", ["input_ids"], "transformer/Shape")
+    length = b.node("Gather", [ids_shape, b.const("seq_axis", i64(1))], "transformer/Gather_len", axis=0)
+    positions = b.node("Range", [b.const("range_start", i64(0)), length, b.const("range_delta", i64(1))],
+                       "transformer/Range")
+    positions = b.node("Unsqueeze", [positions, b.const("positions_axes", i64([0]))], "transformer/Unsqueeze")
+    pos = b.node("Gather", [wpe, positions], "transformer/wpe/Gather", axis=0)
+    x = b.node("Add", [words, pos], "transformer/Add")
+
+    split_sizes = b.const("qkv_split", i64([hidden, hidden, hidden]))
+    heads_shape = b.const("split_heads_shape", i64([1, seq, heads, head_dim]))
+    merge_shape = b.const("merge_heads_shape", i64([1, seq, hidden]))
+    scale = b.const("attn_scale", f32(np.sqrt(head_dim)))
+    mask_value = b.const("mask_value", f32(np.finfo(np.float32).min))
+    minus_one, minus_two = b.const("dim_last", i64([-1])), b.const("dim_second_last", i64([-2]))
+    big = b.const("slice_to_end", i64([np.iinfo(np.int64).max]))
+    zero1 = b.const("zero1", i64([0]))
+    axis2, axis3 = b.const("axis2", i64([2])), b.const("axis3", i64([3]))
+    squeeze_axes = b.const("squeeze0", i64([0]))
+    c_gelu, c_cubic = b.const("gelu_c", f32(np.sqrt(2.0 / np.pi))), b.const("gelu_cubic", f32(0.044715))
+    three, one, half = b.const("gelu_three", f32(3.0)), b.const("gelu_one", f32(1.0)), b.const("gelu_half", f32(0.5))
+
+    for li in range(layers):
+        p = f"transformer.h.{li}"
+        h = layer_norm(x, f"{p}.ln_1")
+        qkv = conv1d(h, f"{p}.attn.c_attn", hidden, 3 * hidden)
+        q, k, v = b.node("Split", [qkv, split_sizes], f"{p}/attn/Split", n_out=3, axis=2)
+        q = b.node("Transpose", [b.node("Reshape", [q, heads_shape], f"{p}/attn/q/Reshape")],
+                   f"{p}/attn/q/Transpose", perm=[0, 2, 1, 3])
+        k = b.node("Transpose", [b.node("Reshape", [k, heads_shape], f"{p}/attn/k/Reshape")],
+                   f"{p}/attn/k/Transpose", perm=[0, 2, 3, 1])
+        v = b.node("Transpose", [b.node("Reshape", [v, heads_shape], f"{p}/attn/v/Reshape")],
+                   f"{p}/attn/v/Transpose", perm=[0, 2, 1, 3])
+        s = b.node("MatMul", [q, k], f"{p}/attn/MatMul")
+        s = b.node("Div", [s, scale], f"{p}/attn/Div")
+        # causal_mask = bias[:, :, key_len - query_len : key_len, :key_len], lengths from Shape(s).
+        shape = b.node("Shape", [s], f"{p}/attn/Shape")
+        key_len = b.node("Squeeze", [b.node("Slice", [shape, minus_one, big, zero1], f"{p}/attn/Slice_key"),
+                                     squeeze_axes], f"{p}/attn/Squeeze_key")
+        query_len = b.node("Squeeze", [b.node("Slice", [shape, minus_two, minus_one, zero1], f"{p}/attn/Slice_query"),
+                                       squeeze_axes], f"{p}/attn/Squeeze_query")
+        start = b.node("Unsqueeze", [b.node("Sub", [key_len, query_len], f"{p}/attn/Sub"), squeeze_axes],
+                       f"{p}/attn/Unsqueeze_start")
+        end = b.node("Unsqueeze", [key_len, squeeze_axes], f"{p}/attn/Unsqueeze_end")
+        rows = b.node("Slice", [causal, start, end, axis2], f"{p}/attn/Slice_rows")
+        cmask = b.node("Slice", [rows, zero1, end, axis3], f"{p}/attn/Slice_cols")
+        s = b.node("Where", [cmask, s, mask_value], f"{p}/attn/Where")
+        s = b.node("Softmax", [s], f"{p}/attn/Softmax", axis=-1)
+        c = b.node("MatMul", [s, v], f"{p}/attn/MatMul_1")
+        c = b.node("Transpose", [c], f"{p}/attn/merge/Transpose", perm=[0, 2, 1, 3])
+        c = b.node("Reshape", [c, merge_shape], f"{p}/attn/merge/Reshape")
+        c = conv1d(c, f"{p}.attn.c_proj", hidden, hidden)
+        x = b.node("Add", [x, c], f"{p}/Add")
+        h = layer_norm(x, f"{p}.ln_2")
+        h = conv1d(h, f"{p}.mlp.c_fc", hidden, 4 * hidden)
+        # gelu_new: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
+        g = b.node("Pow", [h, three], f"{p}/mlp/Pow")
+        g = b.node("Mul", [c_cubic, g], f"{p}/mlp/Mul_cubic")
+        g = b.node("Add", [h, g], f"{p}/mlp/Add")
+        g = b.node("Mul", [c_gelu, g], f"{p}/mlp/Mul_c")
+        g = b.node("Tanh", [g], f"{p}/mlp/Tanh")
+        g = b.node("Add", [one, g], f"{p}/mlp/Add_one")
+        g = b.node("Mul", [b.node("Mul", [half, h], f"{p}/mlp/Mul_half"), g], f"{p}/mlp/Mul")
+        h = conv1d(g, f"{p}.mlp.c_proj", 4 * hidden, hidden)
+        x = b.node("Add", [x, h], f"{p}/Add_1")
+
+    x = layer_norm(x, "transformer.ln_f")
+    b.node("MatMul", [x, b.const("lm_head.weight", np.ascontiguousarray(wte.T))], "lm_head/MatMul")
+    b.nodes[-1].output[0] = "logits"
+    model = generate.finish_model(
+        b, name, [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, seq])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, seq, vocab])], [("", OPSET)])
+    return model, {"input_ids": r.integers(0, vocab, (1, seq), dtype=np.int64)}
+
+
+def base_vit(name: str = "vit_tiny", layers: int = 2, hidden: int = 64, heads: int = 4, mlp: int = 128,
+             image: int = 32, patch: int = 8, classes: int = 10):
+    """A ViT encoder as torch.onnx exports Hugging Face's ViTForImageClassification: patch
+    embedding Conv (stride = kernel = patch), Reshape/Transpose to tokens, the class token
+    Concat in front, position embeddings Added, pre-LN blocks (q/k/v MatMul+Add, heads
+    Reshape/Transpose, scores Div by sqrt(head size), Softmax without mask, output projection,
+    residual; MLP with exact GELU as Div/Erf/Add/Mul/Mul), a final LayerNormalization and the
+    classifier on the class token (Gather, MatMul, Add). Input pixel_values [1, 3, 32, 32],
+    output logits [1, classes]."""
+    import generate
+    import numpy as np
+    from generate import GraphBuilder, f32, i64
+    from onnx import TensorProto, helper
+
+    r = rng(name)
+    b = GraphBuilder(r)
+    head_dim, tokens = hidden // heads, (image // patch) ** 2 + 1
+
+    def linear(x, prefix, cin, cout):
+        w = b.const(f"{prefix}.weight", b.normal((cin, cout), 1.0 / np.sqrt(cin)))
+        bias = b.const(f"{prefix}.bias", b.normal((cout,), 0.05))
+        return b.node("Add", [b.node("MatMul", [x, w], f"{prefix}/MatMul"), bias], f"{prefix}/Add")
+
+    def layer_norm(x, prefix):
+        gamma = b.const(f"{prefix}.weight", b.uniform((hidden,), 0.8, 1.2))
+        beta = b.const(f"{prefix}.bias", b.normal((hidden,), 0.05))
+        return b.node("LayerNormalization", [x, gamma, beta], f"{prefix}/LayerNormalization", axis=-1, epsilon=1e-12)
+
+    w = b.const("patch.weight", b.normal((hidden, 3, patch, patch), 1.0 / np.sqrt(3 * patch * patch)))
+    x = b.node("Conv", ["pixel_values", w, b.const("patch.bias", b.normal((hidden,), 0.05))], "patch/Conv",
+               kernel_shape=[patch, patch], strides=[patch, patch])
+    x = b.node("Reshape", [x, b.const("patch.flat_shape", i64([1, hidden, -1]))], "patch/Reshape")
+    x = b.node("Transpose", [x], "patch/Transpose", perm=[0, 2, 1])
+    x = b.node("Concat", [b.const("cls_token", b.normal((1, 1, hidden), 0.5)), x], "embeddings/Concat", axis=1)
+    x = b.node("Add", [x, b.const("position_embeddings", b.normal((1, tokens, hidden), 0.2))], "embeddings/Add")
+
+    heads_shape = b.const("split_heads_shape", i64([1, tokens, heads, head_dim]))
+    merge_shape = b.const("merge_heads_shape", i64([1, tokens, hidden]))
+    scale = b.const("attn_scale", f32(np.sqrt(head_dim)))
+    sqrt2, one, half = b.const("gelu_sqrt2", f32(np.sqrt(2.0))), b.const("gelu_one", f32(1.0)), b.const("gelu_half", f32(0.5))
+    for li in range(layers):
+        p = f"encoder.layer.{li}"
+        h = layer_norm(x, f"{p}.layernorm_before")
+        q = linear(h, f"{p}.attention.query", hidden, hidden)
+        k = linear(h, f"{p}.attention.key", hidden, hidden)
+        v = linear(h, f"{p}.attention.value", hidden, hidden)
+        q = b.node("Transpose", [b.node("Reshape", [q, heads_shape], f"{p}/q/Reshape")], f"{p}/q/Transpose", perm=[0, 2, 1, 3])
+        k = b.node("Transpose", [b.node("Reshape", [k, heads_shape], f"{p}/k/Reshape")], f"{p}/k/Transpose", perm=[0, 2, 3, 1])
+        v = b.node("Transpose", [b.node("Reshape", [v, heads_shape], f"{p}/v/Reshape")], f"{p}/v/Transpose", perm=[0, 2, 1, 3])
+        s = b.node("Div", [b.node("MatMul", [q, k], f"{p}/scores/MatMul"), scale], f"{p}/scores/Div")
+        s = b.node("Softmax", [s], f"{p}/Softmax", axis=-1)
+        c = b.node("MatMul", [s, v], f"{p}/context/MatMul")
+        c = b.node("Transpose", [c], f"{p}/context/Transpose", perm=[0, 2, 1, 3])
+        c = b.node("Reshape", [c, merge_shape], f"{p}/context/Reshape")
+        c = linear(c, f"{p}.attention.output", hidden, hidden)
+        x = b.node("Add", [c, x], f"{p}/Add")
+        h = layer_norm(x, f"{p}.layernorm_after")
+        h = linear(h, f"{p}.intermediate", hidden, mlp)
+        g = b.node("Erf", [b.node("Div", [h, sqrt2], f"{p}/gelu/Div")], f"{p}/gelu/Erf")
+        g = b.node("Mul", [b.node("Mul", [h, b.node("Add", [g, one], f"{p}/gelu/Add")], f"{p}/gelu/Mul"), half],
+                   f"{p}/gelu/Mul_half")
+        h = linear(g, f"{p}.output", mlp, hidden)
+        x = b.node("Add", [h, x], f"{p}/Add_1")
+
+    x = layer_norm(x, "layernorm")
+    x = b.node("Gather", [x, b.const("cls_index", i64(0))], "classifier/Gather", axis=1)
+    linear(x, "classifier", hidden, classes)
+    b.nodes[-1].output[0] = "logits"
+    model = generate.finish_model(
+        b, name, [helper.make_tensor_value_info("pixel_values", TensorProto.FLOAT, [1, 3, image, image])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, classes])], [("", OPSET)])
+    return model, {"pixel_values": r.standard_normal((1, 3, image, image)).astype(np.float32)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,7 +434,88 @@ def to_float16(model):
 
     # keep_io_types: users keep float32 inputs and outputs (Cast at the edges), as the
     # converter's docs recommend for serving.
-    return convert_float_to_float16(model, keep_io_types=True)
+    return convert_float_to_float16(copy(model), keep_io_types=True)
+
+
+def copy(model):
+    """The tools below edit the model they are given; the cases share their base models."""
+    import onnx
+
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    return out
+
+
+def optimize_transformer(model, model_type: str, num_heads: int, hidden_size: int):
+    """onnxruntime.transformers.optimizer.optimize_model with its ONNX-level fusions only
+    (opt_level=0: no onnxruntime graph optimization, which at level 1 would import torch).
+    Fails unless Attention and SkipLayerNormalization were fused, so a change in the base
+    graphs or in onnxruntime that silently stops the fusion does not go unnoticed."""
+    import onnx
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp, "float.onnx"), Path(tmp, "fused.onnx")
+        onnx.save(model, str(src))
+        # save_model_to_file adds the com.microsoft opset import the fused nodes need.
+        optimize_model(str(src), model_type=model_type, num_heads=num_heads, hidden_size=hidden_size,
+                       opt_level=0).save_model_to_file(str(dst))
+        fused = onnx.load(str(dst))
+    ops = contrib_ops(fused)
+    missing = {"Attention", "SkipLayerNormalization"} - ops
+    if missing:
+        raise SystemExit(f"optimize_model({model_type}) fused no {sorted(missing)}; com.microsoft ops: {sorted(ops)}")
+    return fused
+
+
+def quantize_static_qoperator(model, name: str):
+    """quantize_static in QOperator format (per-channel int8 weights, uint8 activations): Conv
+    becomes QLinearConv, and the ops without an ONNX quantized form become com.microsoft ones
+    (QLinearAdd, QLinearGlobalAveragePool, QGemm)."""
+    import onnx
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, pre, dst = Path(tmp, "float.onnx"), Path(tmp, "pre.onnx"), Path(tmp, "qop.onnx")
+        onnx.save(model, str(src))
+        pre_process(src, pre)
+        quantize_static(
+            str(pre), str(dst), RandomReader(model, rng(name)),
+            quant_format=QuantFormat.QOperator, per_channel=True,
+            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+        )
+        return onnx.load(str(dst))
+
+
+def quantize_dynamic_fused(model):
+    """quantize_dynamic on a model fused by optimize_transformer. No pre_process: its ORT
+    graph optimization would refold what the fusions made. DefaultTensorType: the quantizer
+    needs the type of every tensor, and the contrib ops' outputs have none (ONNX shape
+    inference does not know them)."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp, "fused.onnx"), Path(tmp, "dynamic.onnx")
+        onnx.save(model, str(src))
+        quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8,
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+        return onnx.load(str(dst))
+
+
+def quantize_4bit(model):
+    """MatMulNBitsQuantizer: every MatMul with a constant weight becomes com.microsoft
+    MatMulNBits with 4-bit symmetric weights in blocks of 32 along K (hidden sizes here are
+    64..256). accuracy_level is left unset (0): activations stay float32."""
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    q = MatMulNBitsQuantizer(copy(model), bits=4, block_size=NBITS_BLOCK, is_symmetric=True)
+    q.process()
+    return q.model.model
+
+
+def contrib_ops(model) -> set[str]:
+    return {n.op_type for n in model.graph.node if n.domain == "com.microsoft"}
 
 
 def output_step_tolerance(model):
@@ -411,6 +746,20 @@ def build_cases():
     cases.append(("crnn_bilstm_dynamic_int8", quantize_dynamic_int8(crnn_model), [crnn_feeds], DYNAMIC_INT8))
     cases.append(("cnn_fp16", to_float16(cnn), [cnn_feeds], FP16))
     cases.append(("bert_fp16", to_float16(bert), [bert_feeds], FP16))
+    # onnxruntime.transformers tools on the three transformer networks: the fused model, then
+    # each of float16, dynamic int8 and 4-bit weights applied to it (the order users apply them).
+    for base, (model, feeds), model_type in (
+        ("bert", base_bert_fusable(), "bert"),
+        ("gpt2", base_gpt2(), "gpt2"),
+        ("vit", base_vit(), "vit"),
+    ):
+        fused = optimize_transformer(model, model_type, num_heads=4, hidden_size=64)
+        cases.append((f"{base}_fused", fused, [feeds], FP32))
+        cases.append((f"{base}_fused_fp16", to_float16(fused), [feeds], FP16))
+        cases.append((f"{base}_fused_dynamic_int8", quantize_dynamic_fused(fused), [feeds], DYNAMIC_INT8))
+        cases.append((f"{base}_fused_matmul4bits", quantize_4bit(fused), [feeds], NBITS))
+    qop = quantize_static_qoperator(mnv2, "mobilenetv2_qoperator_per_channel_u8s8")
+    cases.append(("mobilenetv2_qoperator_per_channel_u8s8", qop, [mnv2_feeds], output_step_tolerance(qop)))
     m, feeds = local_functions("local_functions")
     cases.append(("local_functions", m, feeds, FP32))
     m, feeds = repeated_unknown_dims("repeated_unknown_dims")
@@ -472,13 +821,13 @@ def main(argv: list[str]) -> int:
     out = Path(argv[0])
     sources = [Path(__file__).resolve(), Path(common.__file__).resolve()]
     sources += [REPO / "models" / m for m in ("generate.py", "generate_bench.py")]
-    if not common.is_complete(out.resolve(), sources):
+    if not common.is_complete(out.resolve(), sources, PACKAGES):
         common.log(f"writing the corpus of model forms to {out}")
     # Case folders are all this generator writes; `allowed` is checked against the old folder.
     allowed = set()
     if out.is_dir():
         allowed = {p.name for p in out.iterdir() if (p / "model.onnx").is_file()}
-    common.write_atomically(out, sources, allowed, fill)
+    common.write_atomically(out, sources, allowed, fill, PACKAGES)
     return 0
 
 

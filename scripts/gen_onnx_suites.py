@@ -50,9 +50,9 @@ def log(msg: str) -> None:
     print(f"{Path(sys.argv[0]).stem}: {msg}", file=sys.stderr)
 
 
-def stamp_text(sources: list[Path], cases: int | None) -> str:
+def stamp_text(sources: list[Path], cases: int | None, packages=PACKAGES) -> str:
     """What `.complete` holds: package versions, generator digests and (once known) the count."""
-    lines = [f"{p}={metadata.version(p)}" for p in PACKAGES]
+    lines = [f"{p}={metadata.version(p)}" for p in packages]
     for src in sources:
         lines.append(f"{src.name}={hashlib.sha256(src.read_bytes()).hexdigest()}")
     if cases is not None:
@@ -64,7 +64,7 @@ def count_cases(folder: Path) -> int:
     return sum(1 for p in folder.rglob("model.onnx"))
 
 
-def is_complete(out: Path, sources: list[Path]) -> bool:
+def is_complete(out: Path, sources: list[Path], packages=PACKAGES) -> bool:
     """Does OUT hold a whole generation by these sources and package versions?"""
     try:
         stamp = (out / STAMP).read_text()
@@ -73,24 +73,24 @@ def is_complete(out: Path, sources: list[Path]) -> bool:
     fields = dict(line.split("=", 1) for line in stamp.splitlines() if "=" in line)
     if not fields.get("cases", "").isdigit():
         return False
-    if stamp != stamp_text(sources, int(fields["cases"])):
+    if stamp != stamp_text(sources, int(fields["cases"]), packages):
         return False
     return count_cases(out) == int(fields["cases"])
 
 
-def write_atomically(out: Path, sources: list[Path], allowed: set[str], fill) -> None:
+def write_atomically(out: Path, sources: list[Path], allowed: set[str], fill, packages=PACKAGES) -> None:
     """Unless OUT is already complete, runs `fill(tmp) -> case count` into a temporary sibling
     and swaps it into place. `allowed` names the entries OUT may hold: anything else means the
     folder is not ours, and it is left alone."""
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
-    if is_complete(out, sources):
+    if is_complete(out, sources, packages):
         return
     lock = os.open(out.parent, os.O_RDONLY)
     try:
         # Concurrent generators wait here; the first one's result is then reused.
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if is_complete(out, sources):
+        if is_complete(out, sources, packages):
             return
         if out.exists() or out.is_symlink():
             if not out.is_dir() or out.is_symlink():
@@ -105,8 +105,8 @@ def write_atomically(out: Path, sources: list[Path], allowed: set[str], fill) ->
         try:
             os.chmod(tmp, 0o777 & ~current_umask())
             cases = fill(tmp)
-            (tmp / STAMP).write_text(stamp_text(sources, cases))
-            if not is_complete(tmp, sources):
+            (tmp / STAMP).write_text(stamp_text(sources, cases, packages))
+            if not is_complete(tmp, sources, packages):
                 raise SystemExit(f"generated data in {tmp} failed its completeness check")
             old = out.parent / f".{out.name}.tmp.old"
             if out.exists():
