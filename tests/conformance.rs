@@ -154,7 +154,13 @@ fn update() {
         }
     }
     std::fs::write(expected_file(), tsv).expect("write expected.tsv");
-    std::fs::write(common::repo().join("docs/conformance.md"), conformance_doc(&cases, &results)).expect("write docs");
+    // The contrib-op section belongs to scripts/suites --update: carried over as it is.
+    let path = common::repo().join("docs/conformance.md");
+    let mut doc = conformance_doc(&cases, &results);
+    if let Some(section) = std::fs::read_to_string(&path).ok().as_deref().and_then(common::contrib_section) {
+        doc = common::with_section(&doc, section);
+    }
+    std::fs::write(path, doc).expect("write docs");
 }
 
 /// The per-op table: op types of each case's model (main graph), pass counts per list, and

@@ -230,7 +230,9 @@ fn join(location: &str, inner: &str) -> String {
 /// compare length then items; optionals compare presence then content.
 ///
 /// Floats (f16, bf16, f32, f64, and complex parts) follow [`Tolerance`]. Integers are compared
-/// exactly in their own width, so 2⁵³+1 ≠ 2⁵³ for int64. The 8-bit, 6-bit and 4-bit float
+/// in their own width, so 2⁵³+1 ≠ 2⁵³ for int64, and may differ by `atol` rounded down to whole
+/// steps, `rtol` ignored: exact under the default tolerance; a quantized (uint8/int8) output
+/// whose case allows `atol=1` may land one quantization step off, as a rounding tie can. The 8-bit, 6-bit and 4-bit float
 /// formats are compared by their stored bytes, exactly: vinort keeps them undecoded, and a
 /// bit-exact match is what their reference outputs (produced by casts) call for.
 pub fn compare(got: &Value, want: &Value, tol: Tolerance) -> Result<(), Mismatch> {
@@ -368,10 +370,13 @@ fn compare_tensor_data(got: &Tensor, want: &Tensor, tol: Tolerance) -> Result<()
         U8 | I8 | U16 | I16 | I32 | I64 | U32 | U64 | U4 | I4 | U2 | I2 => {
             let g = ints(&got).map_err(unreadable)?;
             let r = ints(&want).map_err(unreadable)?;
+            // Whole steps only: rtol would loosen large int64 values (an index, a size).
+            let steps = tol.atol.floor() as u128;
+            let allowed = (steps > 0).then_some(steps as f64);
             for (i, (a, b)) in g.iter().zip(&r).enumerate() {
-                if a != b {
-                    let d = a.abs_diff(*b);
-                    w.fail(i, d as f64, || (a.to_string(), b.to_string(), Some(d as f64), None));
+                let d = a.abs_diff(*b);
+                if d > steps {
+                    w.fail(i, d as f64, || (a.to_string(), b.to_string(), Some(d as f64), allowed));
                 }
             }
         }

@@ -101,7 +101,22 @@ fn integers_are_exact_in_their_own_width() {
     assert_eq!(cmp(&t(&[1], &[u64::MAX]), &t(&[1], &[u64::MAX])), Ok(()));
     // No tolerance for small integers either.
     assert!(cmp(&t(&[1], &[1001i32]), &t(&[1], &[1000i32])).is_err());
+    // rtol never applies to integers: 1e-3 of 2^40 would be a billion.
+    let loose_rel = Tolerance { rtol: 1e-3, atol: 0.5 };
+    assert!(compare(&t(&[1], &[(1i64 << 40) + 1]), &t(&[1], &[1i64 << 40]), loose_rel).is_err());
     assert!(cmp(&t(&[2], &[true, false]), &t(&[2], &[true, true])).is_err());
+}
+
+#[test]
+fn integers_allow_whole_steps_of_atol() {
+    // A quantized output one step off passes with atol=1 (quantized cases' tolerance.txt), two do not.
+    let one_step = Tolerance { rtol: 0.0, atol: 1.0 };
+    assert_eq!(compare(&t(&[2], &[128u8, 0]), &t(&[2], &[127u8, 1]), one_step), Ok(()));
+    assert_eq!(compare(&t(&[1], &[-128i8]), &t(&[1], &[-127i8]), one_step), Ok(()));
+    let e = element(compare(&t(&[2], &[130u8, 0]), &t(&[2], &[128u8, 0]), one_step).unwrap_err());
+    assert_eq!((e.diff, e.allowed), (Some(2.0), Some(1.0)));
+    // Fractions of a step are no step: 1.9 allows one.
+    assert!(compare(&t(&[1], &[3u8]), &t(&[1], &[1u8]), Tolerance { rtol: 0.0, atol: 1.9 }).is_err());
 }
 
 #[test]
