@@ -5,6 +5,7 @@ use crate::kernel::Registry;
 
 pub mod attention;
 pub(crate) mod bitcast;
+pub mod contrib;
 pub mod control;
 pub mod conv;
 pub(crate) mod dense;
@@ -41,6 +42,7 @@ pub fn registry() -> Registry {
     shape::register(&mut r);
     gather::register(&mut r);
     attention::register(&mut r);
+    contrib::register(&mut r);
     image::register(&mut r);
     loss::register(&mut r);
     training::register(&mut r);

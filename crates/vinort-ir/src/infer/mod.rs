@@ -15,6 +15,8 @@
 //! `control` (subgraph ops, sequences, optionals), `generate` (random, windows, spectral),
 //! `nn` (attention, losses, detection), `text` and `ml` (`ai.onnx.ml` and training ops).
 
+pub(crate) mod contrib;
+pub use contrib::fused_matmul_dims;
 pub(crate) mod control;
 pub(crate) mod data;
 pub(crate) mod generate;

@@ -172,8 +172,13 @@ pub(crate) fn matmul_shape(c: &InferCtx<'_>, ia: usize, ib: usize) -> Result<Opt
     let (Some(a), Some(b)) = (c.shape(ia), c.shape(ib)) else {
         return Ok(None);
     };
+    matmul_dims(c.node, a, b).map(Some)
+}
+
+/// numpy.matmul's output shape of `a @ b`.
+pub(crate) fn matmul_dims(node: &Node, a: &[Dim], b: &[Dim]) -> Result<Vec<Dim>> {
     if a.is_empty() || b.is_empty() {
-        return Err(c.node.error("MatMul inputs must have rank >= 1"));
+        return Err(node.error("MatMul inputs must have rank >= 1"));
     }
     let mut a2 = a.to_vec();
     let mut b2 = b.to_vec();
@@ -188,7 +193,7 @@ pub(crate) fn matmul_shape(c: &InferCtx<'_>, ia: usize, ib: usize) -> Result<Opt
     if let (Some(x), Some(y)) = (k1.fixed(), k2.fixed())
         && x != y
     {
-        return Err(c.node.error(format!("inner dimensions differ: {x} vs {y}")));
+        return Err(node.error(format!("inner dimensions differ: {x} vs {y}")));
     }
     let mut out = broadcast_dims(&a2[..a2.len() - 2], &b2[..b2.len() - 2])?;
     if a.len() > 1 {
@@ -197,7 +202,7 @@ pub(crate) fn matmul_shape(c: &InferCtx<'_>, ia: usize, ib: usize) -> Result<Opt
     if b.len() > 1 {
         out.push(n.clone());
     }
-    Ok(Some(out))
+    Ok(out)
 }
 
 pub(crate) fn gemm(c: &InferCtx<'_>) -> Out {

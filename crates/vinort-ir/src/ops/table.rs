@@ -7,7 +7,7 @@
 //! because ONNX gives every value an element type before run time.
 
 use super::{OpSpec, Traits, max_opset};
-use crate::infer::{control, data, generate, ml, nn, quant, recurrent, rules, text};
+use crate::infer::{contrib, control, data, generate, ml, nn, quant, recurrent, rules, text};
 
 const NONE: Traits = Traits::NONE;
 const HEAVY: Traits = Traits::HEAVY;
@@ -134,7 +134,10 @@ pub(super) const SPECS: &[OpSpec] = &[
     op("IsNaN", 9, Some(rules::bool_like), ELEMENTWISE),
     op("LRN", 1, Some(rules::same_as_first), NONE),
     op("LSTM", 1, Some(recurrent::recurrent), HEAVY),
-    op("LayerNormalization", 17, Some(nn::layer_norm), NONE),
+    // ONNX added LayerNormalization at opset 17; ONNX Runtime registers its older contrib schema
+    // (same inputs, attributes and outputs) in the default domain for opsets 1-16, and its
+    // transformer optimizer emits it there.
+    op("LayerNormalization", 1, Some(nn::layer_norm), NONE),
     op("LeakyRelu", 1, Some(rules::same_as_first), ELEMENTWISE),
     op("Less", 1, Some(rules::broadcast_bool), ELEMENTWISE),
     op("LessOrEqual", 12, Some(rules::broadcast_bool), ELEMENTWISE),
@@ -283,4 +286,23 @@ pub(super) const SPECS: &[OpSpec] = &[
     ms("DynamicQuantizeLSTM", 1, Some(recurrent::recurrent), HEAVY),
     ms("QLinearConv", 1, Some(quant::qlinear_conv), HEAVY),
     ms("QuickGelu", 1, Some(rules::same_as_first), ELEMENTWISE),
+    // com.microsoft transformer fusions (vinort-cpu kernels/contrib)
+    ms("BiasAdd", 1, Some(rules::same_as_first), NONE),
+    ms("BiasGelu", 1, Some(rules::same_as_first), NONE),
+    ms("BiasSoftmax", 1, Some(rules::same_as_first), NONE),
+    ms("BiasSplitGelu", 1, Some(contrib::bias_split_gelu), NONE),
+    ms("EmbedLayerNormalization", 1, Some(contrib::embed_layer_norm), NONE),
+    ms("FastGelu", 1, Some(rules::same_as_first), NONE),
+    ms("FusedConv", 1, Some(contrib::fused_conv), HEAVY),
+    ms("FusedGemm", 1, Some(rules::gemm), HEAVY),
+    ms("FusedMatMul", 1, Some(contrib::fused_matmul), HEAVY),
+    ms("GemmFastGelu", 1, Some(rules::matmul), HEAVY),
+    ms("Gelu", 1, Some(rules::same_as_first), ELEMENTWISE),
+    ms("GroupNorm", 1, Some(rules::same_as_first), NONE),
+    ms("RotaryEmbedding", 1, Some(rules::same_as_first), NONE),
+    ms("SkipLayerNormalization", 1, Some(contrib::skip_layer_norm), NONE),
+    ms("SkipSimplifiedLayerNormalization", 1, Some(contrib::skip_layer_norm), NONE),
+    // ONNX Runtime registers SimplifiedLayerNormalization in the default ONNX domain (opset 1 on),
+    // where its transformer optimizer emits it; outputs Y and inv_std_var as LayerNormalization.
+    op("SimplifiedLayerNormalization", 1, Some(nn::layer_norm), NONE),
 ];

@@ -22,7 +22,7 @@ struct Rotary {
     num_heads: usize,
 }
 
-fn factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+pub(crate) fn factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let n = info.node;
     if let Some(d) = info.input_dtype(0) {
         Rnd::of(d)?;

@@ -135,7 +135,7 @@ struct Conv {
     consts: Consts,
 }
 
-fn conv_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+pub(crate) fn conv_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let node = info.node;
     Ok(Box::new(Conv {
         attrs: WindowAttrs::parse(node)?,

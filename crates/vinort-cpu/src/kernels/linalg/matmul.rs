@@ -168,7 +168,7 @@ struct MatMul {
     b: Option<Tensor>,
 }
 
-fn matmul_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+pub(crate) fn matmul_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     check_dtype(info.node, info.input_dtype(0), &TYPES)?;
     check_dtype(info.node, info.input_dtype(1), &TYPES)?;
     let b = match info.const_input(1) {
@@ -226,7 +226,7 @@ struct Gemm {
     b: Option<Tensor>,
 }
 
-fn gemm_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+pub(crate) fn gemm_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let n = info.node;
     for i in 0..3 {
         check_dtype(n, info.input_dtype(i), &TYPES)?;

@@ -1,4 +1,6 @@
-//! [LayerNormalization](https://onnx.ai/onnx/operators/onnx__LayerNormalization.html) (17) and
+//! [LayerNormalization](https://onnx.ai/onnx/operators/onnx__LayerNormalization.html) (17; ONNX
+//! Runtime's identical contrib schema in the default domain for 1-16), ONNX Runtime's
+//! SimplifiedLayerNormalization (default domain; an RMS norm that also outputs inv_std_var) and
 //! [RMSNormalization](https://onnx.ai/onnx/operators/onnx__RMSNormalization.html) (23), for f32,
 //! f64, f16 and bf16 (statistics in f32, or f64 for f64 data), and the pieces the other
 //! normalisations share (row statistics, float stores).
@@ -70,10 +72,17 @@ impl<R: Real> Affine<R> {
     }
 }
 
+/// LayerNorm's factory, for the contrib op that runs on it (SimplifiedLayerNormalization).
+pub(crate) fn layer_factory(info: &NodeInfo<'_>) -> Result<Box<dyn crate::kernel::Kernel>> {
+    float_factory::<LayerNorm>(info)
+}
+
 struct LayerNorm {
     axis: i64,
     eps: f32,
     rms: bool,
+    /// ONNX Runtime's SimplifiedLayerNormalization (an RMS norm) also outputs inv_std_var.
+    inv_out: bool,
     /// Element type of the Mean / InvStdDev outputs (`U`: float or bfloat16).
     stat_dtype: DType,
 }
@@ -90,7 +99,8 @@ impl FloatKernel for LayerNorm {
         Ok(LayerNorm {
             axis: n.attr_or::<i64>("axis", -1)?,
             eps: n.attr_or::<f32>("epsilon", 1e-5)?,
-            rms: n.op_type == "RMSNormalization",
+            rms: matches!(n.op_type.as_str(), "RMSNormalization" | "SimplifiedLayerNormalization"),
+            inv_out: n.op_type == "SimplifiedLayerNormalization",
             stat_dtype,
         })
     }
@@ -143,12 +153,15 @@ impl FloatKernel for LayerNorm {
                 }
             });
         });
-        if rms {
+        if rms && !self.inv_out {
             return Ok(vec![y.into()]);
         }
         let stat_shape: Vec<usize> = shape.iter().enumerate().map(|(i, d)| if i < a { *d } else { 1 }).collect();
         let mean: Vec<T::R> = stats.iter().step_by(2).copied().collect();
         let inv: Vec<T::R> = stats.iter().skip(1).step_by(2).copied().collect();
+        if rms {
+            return Ok(vec![y.into(), store_real(self.stat_dtype, &stat_shape, &inv)?.into()]);
+        }
         Ok(vec![
             y.into(),
             store_real(self.stat_dtype, &stat_shape, &mean)?.into(),

@@ -22,7 +22,7 @@ mod generate;
 mod numeric;
 mod reshape;
 mod slice;
-mod transpose;
+pub(crate) mod transpose;
 
 #[cfg(test)]
 mod tests;

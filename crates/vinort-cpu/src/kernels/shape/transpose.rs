@@ -28,7 +28,7 @@ fn permute_view(x: &Tensor, view: &[usize], perm: &[usize], out_shape: &[usize])
 }
 
 /// Transposes `x`: output axis `i` is input axis `perm[i]` (reversed axes when `perm` is None).
-pub(super) fn transpose_tensor(x: &Tensor, perm: Option<&[i64]>) -> Result<Tensor> {
+pub(crate) fn transpose_tensor(x: &Tensor, perm: Option<&[i64]>) -> Result<Tensor> {
     let r = x.rank();
     let perm: Vec<usize> = match perm {
         None => (0..r).rev().collect(),
