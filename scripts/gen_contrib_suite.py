@@ -1123,18 +1123,8 @@ def fill(tmp: Path) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print(__doc__, file=sys.stderr)
-        return 2
-    out = Path(argv[0])
     sources = [Path(__file__).resolve(), Path(common.__file__).resolve()]
-    if not common.is_complete(out.resolve(), sources):
-        common.log(f"writing the contrib-op suite to {out}")
-    allowed = {"ops.tsv"}
-    if out.is_dir():
-        allowed |= {p.name for p in out.iterdir() if (p / "model.onnx").is_file()}
-    common.write_atomically(out, sources, allowed, fill)
-    return 0
+    return common.generator_main(argv, __doc__, "the contrib-op suite", sources, fill, fixed=frozenset({"ops.tsv"}))
 
 
 if __name__ == "__main__":

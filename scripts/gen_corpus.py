@@ -815,20 +815,9 @@ def fill(tmp: Path) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print(__doc__, file=sys.stderr)
-        return 2
-    out = Path(argv[0])
     sources = [Path(__file__).resolve(), Path(common.__file__).resolve()]
     sources += [REPO / "models" / m for m in ("generate.py", "generate_bench.py")]
-    if not common.is_complete(out.resolve(), sources, PACKAGES):
-        common.log(f"writing the corpus of model forms to {out}")
-    # Case folders are all this generator writes; `allowed` is checked against the old folder.
-    allowed = set()
-    if out.is_dir():
-        allowed = {p.name for p in out.iterdir() if (p / "model.onnx").is_file()}
-    common.write_atomically(out, sources, allowed, fill, PACKAGES)
-    return 0
+    return common.generator_main(argv, __doc__, "the corpus of model forms", sources, fill, packages=PACKAGES)
 
 
 if __name__ == "__main__":

@@ -119,6 +119,24 @@ def write_atomically(out: Path, sources: list[Path], allowed: set[str], fill, pa
         os.close(lock)  # releases the flock
 
 
+def generator_main(argv: list[str], doc: str, what: str, sources: list[Path], fill, fixed=frozenset(),
+                   packages=PACKAGES) -> int:
+    """The command line every generator shares: `OUT_DIR` (else print `doc`, exit 2), then
+    `write_atomically` into it. Case folders (those holding a model.onnx) and the `fixed`
+    entries are what OUT may already hold."""
+    if len(argv) != 1:
+        print(doc, file=sys.stderr)
+        return 2
+    out = Path(argv[0])
+    if not is_complete(out.resolve(), sources, packages):
+        log(f"writing {what} to {out}")
+    allowed = set(fixed)
+    if out.is_dir():
+        allowed |= {p.name for p in out.iterdir() if (p / "model.onnx").is_file()}
+    write_atomically(out, sources, allowed, fill, packages)
+    return 0
+
+
 def current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -218,15 +236,8 @@ def fill(tmp: Path) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print(__doc__, file=sys.stderr)
-        return 2
-    out = Path(argv[0])
-    sources = [Path(__file__).resolve()]
-    if not is_complete(out.resolve(), sources):
-        log(f"writing ONNX's {', '.join(SUITES)} suites to {out}")
-    write_atomically(out, sources, set(SUITES), fill)
-    return 0
+    return generator_main(argv, __doc__, f"ONNX's {', '.join(SUITES)} suites", [Path(__file__).resolve()], fill,
+                          fixed=frozenset(SUITES))
 
 
 if __name__ == "__main__":
