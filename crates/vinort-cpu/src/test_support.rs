@@ -277,8 +277,15 @@ pub(crate) fn assert_close(got: &[f64], want: &[f64], rtol: f64, atol: f64, what
 
 /// Proptest settings: `cases` runs; failing inputs are printed with their minimal case rather
 /// than persisted, so test runs write nothing into the source tree.
+///
+/// The generator seed is fixed, so every run (and CI) tries the same cases and a red run can be
+/// reproduced; set `PROPTEST_RNG_SEED=<u64>` to explore other cases.
 pub(crate) fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
+    let rng_seed = match std::env::var_os("PROPTEST_RNG_SEED") {
+        Some(_) => ProptestConfig::default().rng_seed,
+        None => proptest::test_runner::RngSeed::Fixed(0x7669_6e6f_7274),
+    };
+    ProptestConfig { cases, failure_persistence: None, rng_seed, ..ProptestConfig::default() }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -329,7 +329,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(48))]
+        #![proptest_config(crate::test_support::config(48))]
         #[test]
         fn matches_naive(
             b in 1usize..3, hkv in 1usize..3, rep in 1usize..4, sq in 1usize..5, skv in 1usize..6,

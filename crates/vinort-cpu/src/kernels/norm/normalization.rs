@@ -188,7 +188,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
+        #![proptest_config(crate::test_support::config(64))]
         #[test]
         fn layer_and_rms_norm_match_reference(
             shape in prop::collection::vec(0usize..=5, 1..=4),

@@ -233,7 +233,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(96))]
+        #![proptest_config(crate::test_support::config(96))]
         #[test]
         fn matches_reference(
             shape in prop::collection::vec(0usize..=6, 1..=5),

@@ -334,7 +334,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(200))]
+        #![proptest_config(crate::test_support::config(200))]
         #[test]
         fn f32_matches_reference(
             shape in prop::collection::vec(0usize..=6, 1..=5),

@@ -100,6 +100,10 @@ fn contiguous_view(
     if dtype == DType::String || t.origin() == Origin::Borrowed || n == 0 || job.dst_off != 0 {
         return Ok(None);
     }
+    // The copy must fill the whole output (a constant Pad copies less and fills the rest).
+    if job.shape.iter().product::<usize>() != n {
+        return Ok(None);
+    }
     let dims = simplify(job);
     let contiguous = match dims.as_slice() {
         [] => true,

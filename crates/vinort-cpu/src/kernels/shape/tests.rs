@@ -99,7 +99,7 @@ fn dtype_strategy() -> impl Strategy<Value = DType> {
 
 fn cfg() -> ProptestConfig {
     // No regression files: they would land outside this folder.
-    ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() }
+    crate::test_support::config(48)
 }
 
 // ---------------------------------------------------------------- zero-copy ops
@@ -824,6 +824,16 @@ proptest! {
         }).collect();
         prop_assert_eq!(keys(&y), want);
     }
+}
+
+/// A case the random search found: a crop and a pad on one axis leave a one-element copy, which
+/// was once passed on as a view of the input instead of being padded.
+#[test]
+fn pad_that_crops_and_pads_one_axis_fills_the_rest() {
+    let x = Tensor::from_vec(&[3, 2], vec![1u8, 2, 3, 4, 5, 6]).unwrap();
+    let y = run_t("Pad", 19, vec![], vec![Some(x), Some(ints(&[0, -1, -2, 1]))], 1).unwrap().remove(0);
+    assert_eq!(y.shape(), [1, 2]);
+    assert_eq!(y.as_slice::<u8>().unwrap(), [2, 0]);
 }
 
 #[test]
