@@ -750,14 +750,20 @@ def qlinear_binary_cases(op):
     import numpy as np
 
     out = []
+    # The saturating variants give C a scale too small for the result's range, so most elements
+    # clamp to the type's ends (OpenVINO 2026.4.1 wraps them around instead).
     for variant, dt, bshape in [("u8", np.uint8, (2, 3, 4, 5)), ("s8", np.int8, (2, 3, 4, 5)),
-                                ("u8_broadcast", np.uint8, (3, 1, 1)), ("s8_scalar_b", np.int8, ())]:
+                                ("u8_broadcast", np.uint8, (3, 1, 1)), ("s8_scalar_b", np.int8, ()),
+                                ("u8_saturating", np.uint8, (2, 3, 4, 5)), ("s8_saturating", np.int8, (2, 3, 4, 5))]:
         name = f"{op}_{variant}"
         r = rng(name)
         z = 128 if dt == np.uint8 else 0
+        c_scale = 0.05 if op == "QLinearAdd" else 0.1
+        if variant.endswith("saturating"):
+            c_scale /= 20
         ops = [("A", qrand(r, dt, 2, 3, 4, 5)), ("A_scale", Init(scalar(0.03))), ("A_zero_point", Init(np.array(z + 3, dt))),
                ("B", qrand(r, dt, *bshape)), ("B_scale", Init(scalar(0.02))), ("B_zero_point", Init(np.array(z - 5, dt))),
-               ("C_scale", Init(scalar(0.05 if op == "QLinearAdd" else 0.1))), ("C_zero_point", Init(np.array(z, dt)))]
+               ("C_scale", Init(scalar(c_scale))), ("C_zero_point", Init(np.array(z, dt)))]
         out.append(single(name, op, ops, [("C", elem(np.zeros(0, dt)))], tol=QSTEP))
     return out
 
@@ -835,6 +841,7 @@ def qlinear_pool_cases():
         ("s8_pads_exclude_pad_ceil", np.int8, {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [1, 1, 0, 0],
                                                 "ceil_mode": 1}),
         ("u8_nhwc", np.uint8, {"kernel_shape": [2, 2], "channels_last": 1}),
+        ("s8_k3_s2", np.int8, {"kernel_shape": [3, 3], "strides": [2, 2]}),
     ]:
         name = f"QLinearAveragePool_{variant}"
         r = rng(name)
@@ -906,6 +913,16 @@ def quantize_linear_cases():
                 # ... nor take them as inputs: 4-bit x is an initializer.
                 ops = [("x", Init(x) if four else x), ("x_scale", Init(scale)), ("x_zero_point", Init(zp))]
                 out.append(single(name, op, ops, [("y", F)], attrs))
+    # Ties: every x / scale is exactly n + 1/2 (scale a power of two), which ONNX rounds to the
+    # even n; the ONNX-domain probe found OpenVINO rounding them otherwise.
+    for variant, qt in [("u8_ties", np.uint8), ("s8_ties", np.int8)]:
+        name = f"QuantizeLinear_{variant}"
+        r = rng(name)
+        info = np.iinfo(qt)
+        n = r.integers(int(info.min), int(info.max), (4, 6))
+        ops = [("x", ((n + 0.5) * 0.25).astype(np.float32)), ("y_scale", Init(scalar(0.25))),
+               ("y_zero_point", Init(np.array(0, qt)))]
+        out.append(single(name, "QuantizeLinear", ops, [("y", elem(np.zeros(0, qt)))], tol=EXACT))
     name = "DequantizeLinear_s32_per_tensor"
     r = rng(name)
     ops = [("x", r.integers(-(2 ** 20), 2 ** 20, (4, 6)).astype(np.int32)), ("x_scale", Init(scalar(1e-4))),

@@ -161,7 +161,7 @@ fn table(q: &Query) -> Answer {
 
 /// A QuantizeLinear whose every consumer is a DequantizeLinear (the QDQ form quantization
 /// tools write around every quantized op) is claimed before the table, which refuses
-/// QuantizeLinear for its tie rounding.
+/// QuantizeLinear for its tie rounding (and com.microsoft's for int16, one step off).
 ///
 /// Measured on OpenVINO 2026.4.1 CPU (f32): QuantizeLinear rounds `x / scale` ties (`n + ½`)
 /// differently from ONNX's round-half-to-even, so its *integer* output differs by one on exact
@@ -174,14 +174,18 @@ fn table(q: &Query) -> Answer {
 fn fake_quantize(q: &Query) -> Answer {
     let g = &q.model.graph;
     let n = g.node(q.ix);
-    if !n.is("QuantizeLinear") {
+    // ONNX's ops or ONNX Runtime's com.microsoft twins (16-bit and 4-bit QDQ models).
+    let either = |n: &vinort_ir::Node, op: &str| {
+        n.op_type == op && matches!(n.domain.as_str(), "" | "ai.onnx" | "com.microsoft")
+    };
+    if !either(n, "QuantizeLinear") {
         return Answer::Pass;
     }
     let Some(Some(out)) = n.outputs.first() else { return Answer::Pass };
     let consumers = g.consumers(*out);
     let only_dequantized = !consumers.is_empty()
         && !g.outputs().contains(out)
-        && consumers.iter().all(|c| g.node(*c).is("DequantizeLinear"));
+        && consumers.iter().all(|c| either(g.node(*c), "DequantizeLinear"));
     if only_dequantized { Answer::Claim } else { Answer::Pass }
 }
 

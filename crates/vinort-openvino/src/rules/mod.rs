@@ -5,7 +5,9 @@
 //! script `scripts/probe_openvino_ops.py` builds a single-node model for every
 //! op, schema version and element type, asks the installed OpenVINO to read,
 //! query, compile and run it on CPU, and compares the results with
-//! onnxruntime. Its output, `data/ov_cpu_rules.tsv`, is checked in and embedded
+//! onnxruntime; `scripts/probe_contrib_ops.py` does the same for ONNX Runtime's
+//! com.microsoft contrib ops from the contrib suite's cases and rewrites the
+//! table's com.microsoft rows. Its output, `data/ov_cpu_rules.tsv`, is checked in and embedded
 //! here; every entry carries the reason for its verdict.
 //!
 //! The table is the provider's fast first answer. The provider still verifies
@@ -26,7 +28,8 @@
 //!
 //! * `# openvino_version` names the OpenVINO release the table was measured on.
 //! * `# key_input` says which node inputs carry the `dtype` column's element
-//!   type: a comma list of input indices (the first one whose type is known
+//!   type of an op (named bare in the default domain, `domain::op` in any other,
+//!   e.g. `com.microsoft::QLinearConcat`): a comma list of input indices (the first one whose type is known
 //!   decides; `N+` means input N and every later, variadic, input), or `out`
 //!   when no input carries it (`Constant`, `ConstantOfShape`, `If`, `Loop`:
 //!   the column is the output / value type). Without a line, input 0 decides.
@@ -158,6 +161,14 @@ pub enum ParseError {
     MissingHeader,
 }
 
+/// The name a `key_input` line gives an op: bare in the default domain, else `domain::op`.
+fn key_name(domain: &str, op: &str) -> String {
+    match normalize_domain(domain) {
+        "ai.onnx" => op.to_string(),
+        d => format!("{d}::{op}"),
+    }
+}
+
 /// A parsed capability table.
 #[derive(Debug, Clone, Default)]
 pub struct RuleTable {
@@ -184,9 +195,11 @@ impl RuleTable {
         self.rules.values().flatten()
     }
 
-    /// Which inputs carry `op`'s key element type.
-    pub fn key_inputs(&self, op: &str) -> KeyInputs {
-        self.key_inputs.get(op).cloned().unwrap_or_default()
+    /// Which inputs carry the key element type of `op` in `domain`. A `key_input` line names a
+    /// default-domain op bare and any other as `domain::op` (com.microsoft's QuantizeLinear is
+    /// not ONNX's).
+    pub fn key_inputs(&self, domain: &str, op: &str) -> KeyInputs {
+        self.key_inputs.get(&key_name(domain, op)).cloned().unwrap_or_default()
     }
 
     /// The table's answer for one node; see the free function [`lookup`].
@@ -196,7 +209,7 @@ impl RuleTable {
             return Verdict::Unknown;
         };
         let in_range = |r: &&Rule| r.since_opset <= opset && opset <= r.until_opset;
-        match self.key_dtype(op, dtypes) {
+        match self.key_dtype(domain, op, dtypes) {
             Some(dt) => {
                 let name = dt.onnx_name();
                 match rules.iter().filter(in_range).find(|r| r.dtype == name) {
@@ -234,8 +247,8 @@ impl RuleTable {
         }
     }
 
-    fn key_dtype(&self, op: &str, dtypes: &[Option<DType>]) -> Option<DType> {
-        match self.key_inputs.get(op) {
+    fn key_dtype(&self, domain: &str, op: &str, dtypes: &[Option<DType>]) -> Option<DType> {
+        match self.key_inputs.get(&key_name(domain, op)) {
             Some(KeyInputs::Output) => None,
             Some(KeyInputs::Inputs { indices, variadic_from }) => {
                 let listed = indices.iter().filter_map(|&i| dtypes.get(i).copied().flatten());

@@ -195,14 +195,14 @@ fn rules_every_refusal_in_the_table_is_refused_with_its_reason() {
     let mut wrong = 0;
     for r in t.rules().filter(|r| matches!(r.measured, Measured::WrongResult | Measured::Unsupported)) {
         let Some(dt) = dtype_by_name(&r.dtype) else { panic!("bad dtype {}", r.dtype) };
-        if t.key_inputs(&r.op) == KeyInputs::Output {
+        if t.key_inputs(&r.domain, &r.op) == KeyInputs::Output {
             continue;
         }
         let mut dtypes = vec![None; 4];
-        if let KeyInputs::Inputs { indices, .. } = t.key_inputs(&r.op) {
+        if let KeyInputs::Inputs { indices, .. } = t.key_inputs(&r.domain, &r.op) {
             dtypes[indices[0]] = Some(dt);
         }
-        let v = t.lookup("", &r.op, r.until_opset, "CPU", &dtypes);
+        let v = t.lookup(&r.domain, &r.op, r.until_opset, "CPU", &dtypes);
         let Verdict::Refused { reason, firm } = v else { panic!("{r:?} not refused: {v:?}") };
         assert_eq!(firm, r.measured == Measured::WrongResult || r.crashes(), "{r:?}");
         assert!(reason.contains(&r.reason), "{reason} lacks {}", r.reason);
@@ -301,4 +301,26 @@ fn rules_malformed_tables_are_parse_errors() {
     // Comments, blank lines and an empty reason are fine.
     let ok = mini("# a comment\n\nai.onnx\tRelu\t7\t28\tfloat\tsupported\t\n");
     assert!(ok.is_ok(), "{ok:?}");
+}
+
+#[test]
+fn rules_contrib_rows_are_keyed_by_their_domain() {
+    let t = embedded();
+    // com.microsoft QLinearConcat carries its type at input 2 (input 0 is Y_scale, a float);
+    // ONNX has no QLinearConcat, and its QuantizeLinear keeps its own key.
+    assert_eq!(t.key_inputs("com.microsoft", "QLinearConcat"), parse_key_inputs("2").unwrap_or_default());
+    assert_eq!(t.key_inputs("", "QLinearConcat"), KeyInputs::default());
+    let u8_in_2 = [Some(DType::F32), Some(DType::U8), Some(DType::U8)];
+    assert!(matches!(t.lookup("com.microsoft", "QLinearConcat", 1, "CPU", &u8_in_2), Verdict::Supported { .. }));
+    // Measured: OpenVINO wraps saturated QLinearAdd results around; int8 QLinearSigmoid is wrong.
+    for (op, dt) in [("QLinearAdd", DType::U8), ("QLinearAdd", DType::I8), ("QLinearSigmoid", DType::I8)] {
+        let v = t.lookup("com.microsoft", op, 1, "CPU", &[Some(dt)]);
+        assert!(matches!(v, Verdict::Refused { firm: true, .. }), "{op} {dt}: {v:?}");
+    }
+    assert!(matches!(
+        t.lookup("com.microsoft", "QLinearSigmoid", 1, "CPU", &[Some(DType::U8)]),
+        Verdict::Supported { .. }
+    ));
+    // The same op name in the default domain is another op, not measured here.
+    assert_eq!(t.lookup("", "QLinearAdd", 1, "CPU", &[Some(DType::U8)]), Verdict::Unknown);
 }

@@ -15,11 +15,16 @@ use vinort_ir::{DType, Dim, Graph, Node, NodeIndex, ValueType};
 
 use crate::version::MEASURED;
 
+mod contrib;
+
 /// Why OpenVINO must not run this node, if a semantic rule says so.
 pub fn refusal(g: &Graph, ix: NodeIndex) -> Option<String> {
     let n = g.node(ix);
     if let Some(why) = int64_constant_beyond_int32(g, n) {
         return Some(why);
+    }
+    if n.domain == "com.microsoft" {
+        return contrib::refusal(g, n);
     }
     if !matches!(n.domain.as_str(), "" | "ai.onnx") {
         return None;
