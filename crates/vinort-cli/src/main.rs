@@ -73,12 +73,13 @@ enum Cmd {
         dirs: Vec<PathBuf>,
         #[command(flatten)]
         providers: ProviderArgs,
-        /// Relative tolerance (default 1e-3): |got - ref| <= atol + rtol * |ref|.
-        #[arg(long, default_value_t = 1e-3)]
-        rtol: f64,
-        /// Absolute tolerance (default 1e-7).
-        #[arg(long, default_value_t = 1e-7)]
-        atol: f64,
+        /// Relative tolerance for every case: |got - ref| <= atol + rtol * |ref|. Default: the
+        /// case's tolerance.txt (written by vinort's test generators), else 1e-3.
+        #[arg(long)]
+        rtol: Option<f64>,
+        /// Absolute tolerance for every case. Default: the case's tolerance.txt, else 1e-7.
+        #[arg(long)]
+        atol: Option<f64>,
     },
 }
 
@@ -285,10 +286,22 @@ fn cli_main() -> Result<()> {
             // One provider list for every case: a typo is one error, and OpenVINO starts once.
             let list = providers(&args)?;
             let cases = testcase::discover(&dirs)?;
-            let tol = testcase::Tolerance { rtol, atol };
             let mut outcomes = Vec::with_capacity(cases.len());
             for case in &cases {
-                let o = testcase::run_case(case, || list.clone(), tol);
+                // The case's own tolerance, then what the command line overrides.
+                let o = match testcase::read_tolerance(&case.dir, testcase::Tolerance::default()) {
+                    Ok(t) => {
+                        let tol = testcase::Tolerance { rtol: rtol.unwrap_or(t.rtol), atol: atol.unwrap_or(t.atol) };
+                        testcase::run_case(case, || list.clone(), tol)
+                    }
+                    Err(e) => testcase::CaseOutcome {
+                        name: case.name.clone(),
+                        status: testcase::Status::Error(e.to_string()),
+                        note: None,
+                        providers_used: vec![],
+                        path: String::new(),
+                    },
+                };
                 println!("{}", testcase::format_line(&o));
                 outcomes.push(o);
             }

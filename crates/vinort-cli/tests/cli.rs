@@ -77,3 +77,31 @@ fn errors_read_well_with_rust_backtrace_set() {
     assert!(!err.contains("backtrace") && !err.contains("main.rs"), "a stack dump in:\n{err}");
     assert_eq!(err.matches("No such file").count(), 1, "a cause printed twice:\n{err}");
 }
+
+/// `vinort test` compares a case with its own tolerance.txt; `--rtol`/`--atol` override it; a
+/// malformed file is an error naming it.
+#[test]
+fn test_uses_each_case_tolerance_file_unless_overridden() {
+    let root = std::env::temp_dir().join(format!("vinort-cli-tolerance-{}", std::process::id()));
+    let case = root.join("mobilenetv2_tiny");
+    std::fs::create_dir_all(case.join("test_data_set_0")).unwrap();
+    let src = repo().join("models/mobilenetv2_tiny");
+    std::fs::copy(src.join("model.onnx"), case.join("model.onnx")).unwrap();
+    for f in ["input_0.pb", "output_0.pb"] {
+        std::fs::copy(src.join("test_data_set_0").join(f), case.join("test_data_set_0").join(f)).unwrap();
+    }
+    let test = |extra: &[&str]| {
+        let out = vinort().args(["test", "-e", "cpu"]).args(extra).arg(&case).output().unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    // Exact equality: vinort's summation order differs from the reference's in the last bits.
+    std::fs::write(case.join("tolerance.txt"), "rtol=0\natol=0\n").unwrap();
+    let (ok, text) = test(&[]);
+    assert!(!ok && text.contains("FAIL mobilenetv2_tiny"), "{text}");
+    let (ok, text) = test(&["--rtol", "1e-3", "--atol", "1e-7"]);
+    assert!(ok && text.contains("1 passed, 0 failed"), "{text}");
+    std::fs::write(case.join("tolerance.txt"), "rtol=loose\n").unwrap();
+    let (ok, text) = test(&[]);
+    assert!(!ok && text.contains("ERROR mobilenetv2_tiny") && text.contains("tolerance.txt"), "{text}");
+    std::fs::remove_dir_all(&root).unwrap();
+}
