@@ -16,6 +16,7 @@
 //! `nn` (attention, losses, detection), `text` and `ml` (`ai.onnx.ml` and training ops).
 
 pub(crate) mod contrib;
+pub(crate) mod contrib_attention;
 pub use contrib::fused_matmul_dims;
 pub(crate) mod control;
 pub(crate) mod data;

@@ -7,7 +7,7 @@
 //! because ONNX gives every value an element type before run time.
 
 use super::{OpSpec, Traits, max_opset};
-use crate::infer::{contrib, control, data, generate, ml, nn, quant, recurrent, rules, text};
+use crate::infer::{contrib, contrib_attention, control, data, generate, ml, nn, quant, recurrent, rules, text};
 
 const NONE: Traits = Traits::NONE;
 const HEAVY: Traits = Traits::HEAVY;
@@ -286,6 +286,10 @@ pub(super) const SPECS: &[OpSpec] = &[
     ms("DynamicQuantizeLSTM", 1, Some(recurrent::recurrent), HEAVY),
     ms("QLinearConv", 1, Some(quant::qlinear_conv), HEAVY),
     ms("QuickGelu", 1, Some(rules::same_as_first), ELEMENTWISE),
+    // com.microsoft attention family (vinort-cpu kernels/contrib/attention*)
+    ms("GroupQueryAttention", 1, Some(contrib_attention::group_query_attention), HEAVY),
+    ms("MultiHeadAttention", 1, Some(contrib_attention::multihead_attention), HEAVY),
+    ms("QAttention", 1, Some(contrib_attention::qattention), HEAVY),
     // com.microsoft transformer fusions (vinort-cpu kernels/contrib)
     ms("BiasAdd", 1, Some(rules::same_as_first), NONE),
     ms("BiasGelu", 1, Some(rules::same_as_first), NONE),

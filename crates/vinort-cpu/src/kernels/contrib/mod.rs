@@ -19,6 +19,7 @@ use vinort_ir::{DType, Error, Result, Tensor};
 
 use crate::kernel::Registry;
 
+pub mod attention;
 pub mod fused;
 pub mod gelu;
 pub mod norm;
@@ -28,7 +29,7 @@ pub mod rotary;
 mod tests;
 
 pub(crate) fn register(r: &mut Registry) {
-    for family in [norm::register, gelu::register, fused::register, rotary::register] {
+    for family in [norm::register, gelu::register, fused::register, rotary::register, attention::register] {
         family(r);
     }
 }
