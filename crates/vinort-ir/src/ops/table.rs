@@ -286,6 +286,14 @@ pub(super) const SPECS: &[OpSpec] = &[
     ms("DynamicQuantizeLSTM", 1, Some(recurrent::recurrent), HEAVY),
     ms("QLinearConv", 1, Some(quant::qlinear_conv), HEAVY),
     ms("QuickGelu", 1, Some(rules::same_as_first), ELEMENTWISE),
+    // com.microsoft quantized matmul family (vinort-cpu kernels/contrib/qmatmul, qdq)
+    ms("DequantizeLinear", 1, Some(quant::ms_dequantize_linear), NONE),
+    ms("DynamicQuantizeMatMul", 1, Some(quant::matmul_to_float), HEAVY),
+    ms("MatMulIntegerToFloat", 1, Some(quant::matmul_to_float), HEAVY),
+    ms("MatMulNBits", 1, Some(quant::matmul_nbits), HEAVY),
+    ms("QEmbedLayerNormalization", 1, Some(quant::qembed_layer_norm), NONE),
+    ms("QGemm", 1, Some(quant::qgemm), HEAVY),
+    ms("QuantizeLinear", 1, Some(quant::ms_quantize_linear), NONE),
     // com.microsoft transformer fusions (vinort-cpu kernels/contrib)
     ms("BiasAdd", 1, Some(rules::same_as_first), NONE),
     ms("BiasGelu", 1, Some(rules::same_as_first), NONE),

@@ -21,6 +21,7 @@ use crate::kernel::Registry;
 
 pub mod fused;
 pub mod gelu;
+pub mod nbits;
 pub mod norm;
 pub mod rotary;
 
@@ -28,7 +29,7 @@ pub mod rotary;
 mod tests;
 
 pub(crate) fn register(r: &mut Registry) {
-    for family in [norm::register, gelu::register, fused::register, rotary::register] {
+    for family in [norm::register, gelu::register, fused::register, rotary::register, nbits::register] {
         family(r);
     }
 }
