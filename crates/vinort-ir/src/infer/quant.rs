@@ -93,7 +93,8 @@ pub(crate) fn matmul_to_float(c: &InferCtx<'_>) -> Out {
 }
 
 /// com.microsoft QGemm: `[M, N]` from A (input 0) and B (input 3) after `transA`/`transB`;
-/// `y_zero_point`'s type, A's type with only `y_scale`, float without `y_scale`.
+/// `y_zero_point`'s type, else float (ONNX Runtime's kernel writes float without a zero point,
+/// even with `y_scale`).
 pub(crate) fn qgemm(c: &InferCtx<'_>) -> Out {
     let ta = c.node.attr_or::<i64>("transA", 0)? != 0;
     let tb = c.node.attr_or::<i64>("transB", 0)? != 0;
@@ -103,11 +104,7 @@ pub(crate) fn qgemm(c: &InferCtx<'_>) -> Out {
         }
         _ => None,
     };
-    let d = match (c.has(7), c.has(8)) {
-        (_, true) => c.dtype(8),
-        (true, false) => c.dtype(0),
-        _ => Some(DType::F32),
-    };
+    let d = if c.has(8) { c.dtype(8) } else { Some(DType::F32) };
     Ok(vec![tensor(d, shape)])
 }
 
