@@ -71,3 +71,62 @@ pub(crate) fn matmul_integer(c: &InferCtx<'_>) -> Out {
 pub(crate) fn qlinear_matmul(c: &InferCtx<'_>) -> Out {
     Ok(vec![tensor(c.dtype(7), matmul_shape(c, 0, 3)?)])
 }
+
+/// com.microsoft MatMulNBits: A's type, A's shape with the last extent `N`.
+pub(crate) fn matmul_nbits(c: &InferCtx<'_>) -> Out {
+    let n = c.node.req_attr::<i64>("N")?;
+    let n = usize::try_from(n).map_err(|_| c.node.error(format!("N must not be negative, got {n}")))?;
+    let shape = c.shape(0).filter(|s| !s.is_empty()).map(|s| {
+        let mut s = s.to_vec();
+        s.pop();
+        s.push(Dim::Fixed(n));
+        s
+    });
+    Ok(vec![tensor(c.dtype(0), shape)])
+}
+
+/// com.microsoft DynamicQuantizeMatMul (A's float type) and MatMulIntegerToFloat (`a_scale`'s
+/// type): numpy.matmul's shape of inputs 0 and 1.
+pub(crate) fn matmul_to_float(c: &InferCtx<'_>) -> Out {
+    let d = if c.node.op_type == "MatMulIntegerToFloat" { c.dtype(2) } else { c.dtype(0) };
+    Ok(vec![tensor(d, matmul_shape(c, 0, 1)?)])
+}
+
+/// com.microsoft QGemm: `[M, N]` from A (input 0) and B (input 3) after `transA`/`transB`;
+/// `y_zero_point`'s type, else float (ONNX Runtime's kernel writes float without a zero point,
+/// even with `y_scale`).
+pub(crate) fn qgemm(c: &InferCtx<'_>) -> Out {
+    let ta = c.node.attr_or::<i64>("transA", 0)? != 0;
+    let tb = c.node.attr_or::<i64>("transB", 0)? != 0;
+    let shape = match (c.shape(0), c.shape(3)) {
+        (Some(a), Some(b)) if a.len() == 2 && b.len() == 2 => {
+            Some(vec![a[usize::from(ta)].clone(), b[usize::from(!tb)].clone()])
+        }
+        _ => None,
+    };
+    let d = if c.has(8) { c.dtype(8) } else { Some(DType::F32) };
+    Ok(vec![tensor(d, shape)])
+}
+
+/// com.microsoft QuantizeLinear: `y_zero_point`'s type, uint8 without it; x's shape.
+pub(crate) fn ms_quantize_linear(c: &InferCtx<'_>) -> Out {
+    let d = if c.has(2) { c.dtype(2) } else { Some(DType::U8) };
+    Ok(vec![tensor(d, c.shape(0).map(<[Dim]>::to_vec))])
+}
+
+/// com.microsoft DequantizeLinear: `x_scale`'s type, x's shape.
+pub(crate) fn ms_dequantize_linear(c: &InferCtx<'_>) -> Out {
+    Ok(vec![tensor(c.dtype(1), c.shape(0).map(<[Dim]>::to_vec))])
+}
+
+/// com.microsoft QEmbedLayerNormalization: `[batch, seq, hidden]` in the scales' float type
+/// (hidden from the word embedding table) and the int32 `[batch]` mask index.
+pub(crate) fn qembed_layer_norm(c: &InferCtx<'_>) -> Out {
+    let ids = c.shape(0);
+    let hidden = c.shape(2).and_then(|s| s.get(1)).cloned().unwrap_or(Dim::Unknown);
+    let d = |i: usize| ids.and_then(|s| s.get(i)).cloned().unwrap_or(Dim::Unknown);
+    Ok(vec![
+        tensor(c.dtype(8), ids.map(|_| vec![d(0), d(1), hidden])),
+        ValueType::Tensor(DType::I32, ids.map(|_| vec![d(0)])),
+    ])
+}

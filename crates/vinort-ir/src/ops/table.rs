@@ -290,6 +290,14 @@ pub(super) const SPECS: &[OpSpec] = &[
     ms("GroupQueryAttention", 1, Some(contrib_attention::group_query_attention), HEAVY),
     ms("MultiHeadAttention", 1, Some(contrib_attention::multihead_attention), HEAVY),
     ms("QAttention", 1, Some(contrib_attention::qattention), HEAVY),
+    // com.microsoft quantized matmul family (vinort-cpu kernels/contrib/qmatmul, qdq)
+    ms("DequantizeLinear", 1, Some(quant::ms_dequantize_linear), NONE),
+    ms("DynamicQuantizeMatMul", 1, Some(quant::matmul_to_float), HEAVY),
+    ms("MatMulIntegerToFloat", 1, Some(quant::matmul_to_float), HEAVY),
+    ms("MatMulNBits", 1, Some(quant::matmul_nbits), HEAVY),
+    ms("QEmbedLayerNormalization", 1, Some(quant::qembed_layer_norm), NONE),
+    ms("QGemm", 1, Some(quant::qgemm), HEAVY),
+    ms("QuantizeLinear", 1, Some(quant::ms_quantize_linear), NONE),
     // com.microsoft transformer fusions (vinort-cpu kernels/contrib)
     ms("BiasAdd", 1, Some(rules::same_as_first), NONE),
     ms("BiasGelu", 1, Some(rules::same_as_first), NONE),

@@ -22,14 +22,26 @@ use crate::kernel::Registry;
 pub mod attention;
 pub mod fused;
 pub mod gelu;
+pub mod nbits;
 pub mod norm;
+pub mod qdq;
+pub mod qmatmul;
 pub mod rotary;
 
 #[cfg(test)]
 mod tests;
 
 pub(crate) fn register(r: &mut Registry) {
-    for family in [norm::register, gelu::register, fused::register, rotary::register, attention::register] {
+    for family in [
+        norm::register,
+        gelu::register,
+        fused::register,
+        rotary::register,
+        nbits::register,
+        qmatmul::register,
+        qdq::register,
+        attention::register,
+    ] {
         family(r);
     }
 }

@@ -122,8 +122,8 @@ impl Kernel for SkipNorm {
     }
 }
 
-struct Embed {
-    eps: f64,
+pub(crate) struct Embed {
+    pub(crate) eps: f64,
 }
 
 fn embed_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {

@@ -162,6 +162,12 @@ impl Kernel for Quantize {
 }
 
 impl Quantize {
+    /// com.microsoft QuantizeLinear: per-tensor or per-axis, the target type from the zero
+    /// point (uint8 without one), dividing in f32 for every input type as ONNX Runtime does.
+    pub(crate) fn com_microsoft(axis: i64) -> Quantize {
+        Quantize { axis, block_size: 0, saturate: true, output_dtype: None, precision: Some(DType::F32) }
+    }
+
     /// A kernel with these attributes (for tests and other kernels).
     #[cfg(test)]
     pub(crate) fn with(axis: i64, block_size: i64, output_dtype: Option<DType>) -> Quantize {
@@ -267,8 +273,7 @@ impl Kernel for Dequantize {
 }
 
 impl Dequantize {
-    /// A kernel with these attributes (for tests).
-    #[cfg(test)]
+    /// A kernel with these attributes (com.microsoft DequantizeLinear, tests).
     pub(crate) fn with(axis: i64, block_size: i64) -> Dequantize {
         Dequantize { axis, block_size, output_dtype: None }
     }

@@ -97,7 +97,7 @@ pub(crate) fn matmul<T: Numeric>(a: &[T], ash: &[usize], b: &[T], bsh: &[usize])
 }
 
 /// `x - zp` in i32, with `zp` broadcast to `x`'s shape (absent: 0).
-fn shifted_i32(x: &Tensor, zp: Option<(&Tensor, Vec<usize>)>) -> Result<Vec<i32>> {
+pub(crate) fn shifted_i32(x: &Tensor, zp: Option<(&Tensor, Vec<usize>)>) -> Result<Vec<i32>> {
     let mut v = load_i32(x)?;
     if let Some((z, zshape)) = zp {
         let zs = expand(&load_i32(z)?, &zshape, x.shape())?;

@@ -1,0 +1,229 @@
+//! ONNX Runtime's integer matrix products with float scaling (`com.microsoft`, opset 1), as its
+//! [ContribOperators](https://github.com/microsoft/onnxruntime/blob/main/docs/ContribOperators.md)
+//! documentation defines them and its CPU kernels (onnxruntime/contrib_ops/cpu/quantization)
+//! compute them: the integer product of the zero-point-shifted operands is exact (i32), then
+//! scaled in f32.
+//!
+//! - [MatMulIntegerToFloat](https://github.com/microsoft/onnxruntime/blob/main/docs/ContribOperators.md#com.microsoft.MatMulIntegerToFloat):
+//!   `(A - a_zp) @ (B - b_zp) · a_scale · b_scale + bias`, numpy.matmul shapes; A and B uint8
+//!   or int8; `a_scale`/`a_zero_point` per tensor, `b_scale`/`b_zero_point` per tensor or per
+//!   column of B (numpy broadcast against B and Y); Y has `a_scale`'s type (f32 or f16).
+//! - [DynamicQuantizeMatMul](https://github.com/microsoft/onnxruntime/blob/main/docs/ContribOperators.md#com.microsoft.DynamicQuantizeMatMul):
+//!   A (f32) quantized to uint8 at run time over its whole range widened to include 0
+//!   (DynamicQuantizeLinear's rule, ONNX Runtime's `GetQuantizationParameter`), then
+//!   MatMulIntegerToFloat.
+//! - [QGemm](https://github.com/microsoft/onnxruntime/blob/main/docs/ContribOperators.md#com.microsoft.QGemm):
+//!   2-D `transA`/`transB`; `C` (int32, broadcast `()`, `(N)`, `(1, N)`, `(M, 1)`, `(M, N)`)
+//!   is added to the integer accumulator, which is then scaled by `alpha · a_scale ·
+//!   b_scale[n]` (divided by `y_scale` when given). With `y_zero_point` the result is
+//!   requantized (rounded half to even, plus the zero point, saturated) to its type; without
+//!   it Y is float.
+
+use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
+
+use super::check_types;
+use crate::kernel::{FnKernel, Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernels::quant::dynamic::dynamic_quantize;
+use crate::kernels::quant::qmatmul::{matmul, shifted_i32};
+use crate::kernels::quant::{expand, int_range, load_f32, load_i32, store_float, store_int};
+use crate::kernels::shape::transpose::transpose_tensor;
+
+pub(crate) fn register(r: &mut Registry) {
+    r.op("com.microsoft", "MatMulIntegerToFloat", integer_to_float_factory);
+    r.op("com.microsoft", "DynamicQuantizeMatMul", dynamic_factory);
+    r.op("com.microsoft", "QGemm", qgemm_factory);
+}
+
+const INT8: [DType; 2] = [DType::U8, DType::I8];
+
+/// The single value of a per-tensor scale or zero point, or an error naming it.
+fn one(t: &Tensor, what: &str) -> Result<f32> {
+    if t.len() != 1 {
+        return Err(Error::invalid(format!("{what} must be a scalar or 1-element tensor, got {:?}", t.shape())));
+    }
+    Ok(load_f32(t)?[0])
+}
+
+fn int8(t: &Tensor, what: &str) -> Result<()> {
+    if INT8.contains(&t.dtype()) {
+        Ok(())
+    } else {
+        Err(Error::unsupported(format!("{what} of type {} (uint8 or int8 expected)", t.dtype())))
+    }
+}
+
+/// `(A - a_zp) @ (B - b_zp) · a_scale · b_scale + bias` with A already shifted (`av`, shape
+/// `ash`), in f32, stored as `out`.
+fn scaled_product(
+    av: &[i32],
+    ash: &[usize],
+    b: &Tensor,
+    b_zp: Option<&Tensor>,
+    a_scale: f32,
+    b_scale: &Tensor,
+    bias: Option<&Tensor>,
+    out: DType,
+) -> Result<Tensor> {
+    int8(b, "B")?;
+    if let Some(z) = b_zp
+        && z.dtype() != b.dtype()
+    {
+        return Err(Error::invalid(format!("b_zero_point has type {}, B {}", z.dtype(), b.dtype())));
+    }
+    let bv = shifted_i32(b, b_zp.map(|z| (z, z.shape().to_vec())))?;
+    let (shape, acc) = matmul(av, ash, &bv, b.shape())?;
+    // a_scale · b_scale in f32, as ONNX Runtime forms the multiplier before the product.
+    let bs = expand(&load_f32(b_scale)?, b_scale.shape(), &shape)
+        .map_err(|_| Error::invalid(format!("b_scale {:?} does not broadcast to {shape:?}", b_scale.shape())))?;
+    let n = shape.last().copied().unwrap_or(1).max(1);
+    let bias = match bias {
+        Some(t) => {
+            if t.len() != n || t.rank() != 1 {
+                return Err(Error::invalid(format!("bias must be [{n}], got {:?}", t.shape())));
+            }
+            Some(load_f32(t)?)
+        }
+        None => None,
+    };
+    let y: Vec<f32> = acc
+        .iter()
+        .zip(&bs)
+        .enumerate()
+        .map(|(i, (c, s))| *c as f32 * (a_scale * s) + bias.as_ref().map_or(0.0, |b| b[i % n]))
+        .collect();
+    store_float(out, &shape, &y)
+}
+
+fn integer_to_float_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    check_types(info, &[0, 1, 4, 5], &INT8)?;
+    check_types(info, &[2, 3, 6], &[DType::F32, DType::F16])?;
+    Ok(Box::new(FnKernel(|inputs: &[Option<&Value>]| {
+        let a = tensor_in(inputs, 0)?;
+        let b = tensor_in(inputs, 1)?;
+        let (a_s, b_s) = (tensor_in(inputs, 2)?, tensor_in(inputs, 3)?);
+        let (a_zp, b_zp) = (opt_tensor_in(inputs, 4)?, opt_tensor_in(inputs, 5)?);
+        int8(a, "A")?;
+        if let Some(z) = a_zp {
+            if z.dtype() != a.dtype() {
+                return Err(Error::invalid(format!("a_zero_point has type {}, A {}", z.dtype(), a.dtype())));
+            }
+            one(z, "a_zero_point")?;
+        }
+        // ONNX Runtime takes A's scale and zero point per tensor only: a per-column (K) scale
+        // does not factor out of the sum.
+        let scale = one(a_s, "a_scale")?;
+        let av = shifted_i32(a, a_zp.map(|z| (z, vec![])))?;
+        let out = a_s.dtype();
+        Ok(vec![scaled_product(&av, a.shape(), b, b_zp, scale, b_s, opt_tensor_in(inputs, 6)?, out)?.into()])
+    })))
+}
+
+fn dynamic_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    check_types(info, &[0, 2, 4], &[DType::F32])?;
+    check_types(info, &[1, 3], &INT8)?;
+    Ok(Box::new(FnKernel(|inputs: &[Option<&Value>]| {
+        let a = tensor_in(inputs, 0)?;
+        if a.dtype() != DType::F32 {
+            return Err(Error::unsupported(format!("DynamicQuantizeMatMul A of type {} (float expected)", a.dtype())));
+        }
+        let (q, scale, zp) = dynamic_quantize(a.as_slice::<f32>()?);
+        let av: Vec<i32> = q.into_iter().map(|v| v as i32 - zp as i32).collect();
+        let (b, b_s, b_zp) = (tensor_in(inputs, 1)?, tensor_in(inputs, 2)?, opt_tensor_in(inputs, 3)?);
+        Ok(vec![scaled_product(&av, a.shape(), b, b_zp, scale, b_s, opt_tensor_in(inputs, 4)?, DType::F32)?.into()])
+    })))
+}
+
+/// QGemm's attributes.
+struct QGemm {
+    alpha: f32,
+    trans_a: bool,
+    trans_b: bool,
+}
+
+fn qgemm_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    let n = info.node;
+    check_types(info, &[0, 2, 3, 5, 8], &INT8)?;
+    check_types(info, &[1, 4, 7], &[DType::F32])?;
+    check_types(info, &[6], &[DType::I32])?;
+    Ok(Box::new(QGemm {
+        alpha: n.attr_or::<f32>("alpha", 1.0)?,
+        trans_a: n.attr_or::<i64>("transA", 0)? != 0,
+        trans_b: n.attr_or::<i64>("transB", 0)? != 0,
+    }))
+}
+
+/// A 2-D operand, transposed when asked.
+fn oriented(t: &Tensor, trans: bool, what: &str) -> Result<Tensor> {
+    if t.rank() != 2 {
+        return Err(Error::invalid(format!("{what} must be 2-D, got {:?}", t.shape())));
+    }
+    if trans { transpose_tensor(t, None) } else { Ok(t.clone()) }
+}
+
+impl Kernel for QGemm {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let a = oriented(tensor_in(inputs, 0)?, self.trans_a, "A")?;
+        let (a_s, a_zp) = (tensor_in(inputs, 1)?, opt_tensor_in(inputs, 2)?);
+        let b = oriented(tensor_in(inputs, 3)?, self.trans_b, "B")?;
+        let (b_s, b_zp) = (tensor_in(inputs, 4)?, opt_tensor_in(inputs, 5)?);
+        let c = opt_tensor_in(inputs, 6)?;
+        let (y_s, y_zp) = (opt_tensor_in(inputs, 7)?, opt_tensor_in(inputs, 8)?);
+        int8(&a, "A")?;
+        int8(&b, "B")?;
+        let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
+        if b.shape()[0] != k {
+            return Err(Error::invalid(format!("op(A) is {m}x{k} but op(B) is {:?}", b.shape())));
+        }
+        let per_col = |t: &Tensor, what: &str| -> Result<()> {
+            match t.shape() {
+                [] => Ok(()),
+                [d] if *d == 1 || *d == n => Ok(()),
+                s => Err(Error::invalid(format!("{what} must be a scalar or 1-D of 1 or N={n}, got {s:?}"))),
+            }
+        };
+        per_col(b_s, "b_scale")?;
+        let a_zv = match a_zp {
+            Some(z) => one(z, "a_zero_point")? as i32,
+            None => 0,
+        };
+        if let Some(z) = b_zp {
+            per_col(z, "b_zero_point")?;
+        }
+        let av: Vec<i32> = load_i32(&a)?.into_iter().map(|v| v - a_zv).collect();
+        let bv = shifted_i32(&b, b_zp.map(|z| (z, z.shape().to_vec())))?;
+        let (_, mut acc) = matmul(&av, &[m, k], &bv, &[k, n])?;
+        if let Some(c) = c {
+            let cv = c.as_slice::<i32>()?;
+            let ok = matches!(c.shape(), [] | [_] | [1, _] | [_, 1] | [_, _]);
+            let cv = expand(cv, c.shape(), &[m, n])
+                .ok()
+                .filter(|_| ok)
+                .ok_or_else(|| Error::invalid(format!("C {:?} does not broadcast to [{m}, {n}]", c.shape())))?;
+            acc.iter_mut().zip(cv).for_each(|(a, c)| *a = a.wrapping_add(c));
+        }
+        let a_scale = one(a_s, "a_scale")?;
+        let y_scale = y_s.map(|t| one(t, "y_scale")).transpose()?;
+        let scales: Vec<f32> = load_f32(b_s)?
+            .into_iter()
+            .map(|b| {
+                let s = self.alpha * a_scale * b;
+                y_scale.map_or(s, |y| s / y)
+            })
+            .collect();
+        let scale = |i: usize| scales[if scales.len() == 1 { 0 } else { i % n }];
+        let Some(z) = y_zp else {
+            let y: Vec<f32> = acc.iter().enumerate().map(|(i, v)| *v as f32 * scale(i)).collect();
+            return Ok(vec![Tensor::from_vec(&[m, n], y)?.into()]);
+        };
+        let Some((lo, hi)) = int_range(z.dtype()).filter(|_| INT8.contains(&z.dtype())) else {
+            return Err(Error::unsupported(format!("QGemm output of type {}", z.dtype())));
+        };
+        let zv = one(z, "y_zero_point")?;
+        let q: Vec<i32> = acc
+            .iter()
+            .enumerate()
+            .map(|(i, v)| ((*v as f32 * scale(i)).round_ties_even() + zv).clamp(lo as f32, hi as f32) as i32)
+            .collect();
+        Ok(vec![store_int(z.dtype(), &[m, n], &q)?.into()])
+    }
+}
