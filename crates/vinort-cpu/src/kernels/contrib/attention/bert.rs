@@ -180,7 +180,12 @@ impl MaskRows {
         }
         let raw = m.to_i64_vec()?;
         let sh = m.shape().to_vec();
-        let bad = || Error::invalid(format!("mask_index {sh:?} fits none of [{b}], [{}], [{b}, {t}], [{b}, {s}, {t}], [{b}, 1, M, M]", 2 * b));
+        let bad = || {
+            Error::invalid(format!(
+                "mask_index {sh:?} fits none of [{b}], [{}], [{b}, {t}], [{b}, {s}, {t}], [{b}, 1, M, M]",
+                2 * b
+            ))
+        };
         let keep = |x: i64| if x > 0 { 0.0 } else { filter };
         let (vals, per_query) = match sh.as_slice() {
             [l] if *l == b || *l == 2 * b => {
@@ -226,7 +231,9 @@ fn hidden_sizes(node: &vinort_ir::Node, width: usize) -> Result<(usize, usize, u
             [q, k, v] if *q > 0 && *k > 0 && *v > 0 && (q + k + v) as usize == width => {
                 Ok((*q as usize, *k as usize, *v as usize))
             }
-            _ => Err(Error::invalid(format!("qkv_hidden_sizes {h:?} must be three positive sizes adding up to {width}"))),
+            _ => {
+                Err(Error::invalid(format!("qkv_hidden_sizes {h:?} must be three positive sizes adding up to {width}")))
+            }
         },
         None if width % 3 == 0 => Ok((width / 3, width / 3, width / 3)),
         None => Err(Error::invalid(format!("weights width {width} is not divisible by 3"))),
@@ -298,7 +305,11 @@ fn per_column(t: Option<&Tensor>, cols: usize, what: &str, default: f64) -> Resu
     if v.len() == 1 || (cols > 0 && v.len() == cols && t.rank() == 1) {
         Ok(v)
     } else {
-        Err(Error::invalid(format!("{what} {:?} must be a scalar{}", t.shape(), if cols > 0 { format!(" or [{cols}]") } else { String::new() })))
+        Err(Error::invalid(format!(
+            "{what} {:?} must be a scalar{}",
+            t.shape(),
+            if cols > 0 { format!(" or [{cols}]") } else { String::new() }
+        )))
     }
 }
 

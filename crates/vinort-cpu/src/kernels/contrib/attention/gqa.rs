@@ -8,8 +8,8 @@
 //! otherwise batch `b` has `seqlens_k[b] + 1 − S` past keys taken from the front of
 //! `past_key`/`past_value [B, KV, P, H]`. `present_key`/`present_value` are
 //! `[B, KV, max(P, total_sequence_length), H]`: past, then the new keys, then zeros. Query
-//! `i` of batch `b` sees keys `..past_b + i + 1`, and with `local_window_size` W only the last
-//! `W + 1` of them. Scores are `scale · q·k`, softcapped (`softcap · tanh(x / softcap)`),
+//! `i` of batch `b` sees keys `..min(past_b + i + 1, seqlens_k[b] + 1)`, and with `local_window_size` W only the last
+//! W of them (ONNX Runtime 1.31; earlier releases kept W + 1). Scores are `scale · q·k`, softcapped (`softcap · tanh(x / softcap)`),
 //! plus `attention_bias [1|B, 1|N, S, T]`; `smooth_softmax` adds a zero logit to the softmax
 //! denominator and `head_sink [N]` a per-head one. `do_rotary` rotates the new Q and K with
 //! `cos_cache`/`sin_cache [max_pos, R/2]` at `position_ids [B, S]` (default: the token's
@@ -116,7 +116,9 @@ impl Kernel for Gqa {
             (None, None) => {
                 let h = dq / (n + 2 * kvn);
                 if h == 0 || dq % (n + 2 * kvn) != 0 {
-                    return Err(Error::invalid(format!("packed query width {dq} is not (num_heads + 2·kv_num_heads)·H")));
+                    return Err(Error::invalid(format!(
+                        "packed query width {dq} is not (num_heads + 2·kv_num_heads)·H"
+                    )));
                 }
                 (floats(q, "query")?, h)
             }
@@ -149,7 +151,11 @@ impl Kernel for Gqa {
             (None, None) => 0,
             (Some(pk), Some(pv)) => match (pk.shape(), pv.shape()) {
                 ([b2, k2, p, h2], c) if *b2 == b && *k2 == kvn && *h2 == h && c == pk.shape() => *p,
-                (a, c) => return Err(Error::invalid(format!("past_key {a:?} / past_value {c:?} must be [{b}, {kvn}, P, {h}]"))),
+                (a, c) => {
+                    return Err(Error::invalid(format!(
+                        "past_key {a:?} / past_value {c:?} must be [{b}, {kvn}, P, {h}]"
+                    )));
+                }
             },
             _ => return Err(Error::invalid("past_key and past_value go together")),
         };
@@ -183,7 +189,11 @@ impl Kernel for Gqa {
         if self.rotary {
             let (cos, sin) = match (cos, sin) {
                 (Some(c), Some(s)) if c.rank() == 2 && c.shape() == s.shape() => (c, s),
-                _ => return Err(Error::invalid("do_rotary needs cos_cache and sin_cache of one [max_position, R/2] shape")),
+                _ => {
+                    return Err(Error::invalid(
+                        "do_rotary needs cos_cache and sin_cache of one [max_position, R/2] shape",
+                    ));
+                }
             };
             let half = cos.shape()[1];
             if half == 0 || 2 * half > h {
@@ -205,15 +215,14 @@ impl Kernel for Gqa {
                     .collect(),
             };
             let rows = cos.shape()[0];
-            let pos: Vec<usize> = pos
-                .into_iter()
-                .map(|p| {
-                    usize::try_from(p)
-                        .ok()
-                        .filter(|p| *p < rows)
-                        .ok_or_else(|| Error::invalid(format!("position {p} is outside the {rows} rotary cache rows")))
-                })
-                .collect::<Result<_>>()?;
+            let pos: Vec<usize> =
+                pos.into_iter()
+                    .map(|p| {
+                        usize::try_from(p).ok().filter(|p| *p < rows).ok_or_else(|| {
+                            Error::invalid(format!("position {p} is outside the {rows} rotary cache rows"))
+                        })
+                    })
+                    .collect::<Result<_>>()?;
             let (cv, sv) = (floats(cos, "cos_cache")?, floats(sin, "sin_cache")?);
             rotate(&mut x, (b, s, n, h), (width, 0), &pos, &cv, &sv, half, self.interleaved, rt);
             rotate(&mut x, (b, s, kvn, h), (width, n * h), &pos, &cv, &sv, half, self.interleaved, rt);
@@ -254,8 +263,9 @@ impl Kernel for Gqa {
         };
         let (cap, window, smooth) = (self.softcap, self.window, self.smooth);
         let row = |bi: usize, hi: usize, i: usize, r: &mut [f64]| {
-            let causal = past_len[bi] + i + 1;
-            let lo = if window > 0 && causal > window as usize + 1 { causal - window as usize - 1 } else { 0 };
+            // Padding queries of a prompt (past its sequence length) see the whole sequence.
+            let causal = (past_len[bi] + i + 1).min(tot_len[bi]);
+            let lo = if window > 0 && causal > window as usize { causal - window as usize } else { 0 };
             for x in &mut r[lo..causal] {
                 if cap > 0.0 {
                     *x = cap * (*x / cap).tanh();
@@ -271,7 +281,7 @@ impl Kernel for Gqa {
                 Some(v) => Some(v[hi]),
                 None => smooth.then_some(0.0),
             };
-            Span { lo, hi: causal, v_end: causal.min(tot_len[bi]), sink }
+            Span { lo, hi: causal, v_end: causal, sink }
         };
         let dims = Dims { b, n, kvn, sq: s, tot: plen, dk: h, dv: h };
         let scale = self.scale.unwrap_or(1.0 / (h as f64).sqrt());

@@ -121,14 +121,17 @@ impl Mha {
                     ([b2, l, dk], Some([b3, l2, dv])) if *b2 == b && *b3 == b && l == l2 && *dk == d => {
                         let (l, dv) = (*l, *dv);
                         let hv = per_head(dv, n, "value")?;
-                        let (mut kv, mut vv) = (kv, floats(v.ok_or_else(|| Error::invalid("value is missing"))?, "value")?);
+                        let (mut kv, mut vv) =
+                            (kv, floats(v.ok_or_else(|| Error::invalid("value is missing"))?, "value")?);
                         add(&mut kv, bias_at(d, d)?);
                         add(&mut vv, bias_at(2 * d, dv)?);
                         let k = split_heads(&kv, (b, l, n, h), d, 0);
                         let v = split_heads(&vv, (b, l, n, hv), dv, 0);
                         Ok(Qkv { q, k, v, s, l, h, hv, kv_bnsh: false })
                     }
-                    ([b2, n2, l, hk], Some([b3, n3, l2, hv])) if *b2 == b && *b3 == b && *n2 == n && *n3 == n && l == l2 && *hk == h => {
+                    ([b2, n2, l, hk], Some([b3, n3, l2, hv]))
+                        if *b2 == b && *b3 == b && *n2 == n && *n3 == n && l == l2 && *hk == h =>
+                    {
                         let vv = floats(v.ok_or_else(|| Error::invalid("value is missing"))?, "value")?;
                         Ok(Qkv { q, k: kv, v: vv, s, l: *l, h, hv: *hv, kv_bnsh: true })
                     }
@@ -191,13 +194,23 @@ impl Kernel for Mha {
             (None, None) => (0, kh, vh),
             (Some(pk), Some(pv)) if !kv_bnsh => {
                 let p = match (pk.shape(), pv.shape()) {
-                    ([b2, n2, p, h2], [b3, n3, p2, h3]) if *b2 == b && *b3 == b && *n2 == n && *n3 == n && p == p2 && *h2 == h && *h3 == hv => *p,
-                    (a, c) => return Err(Error::invalid(format!("past_key {a:?} / past_value {c:?} must be [{b}, {n}, P, {h}] / [{b}, {n}, P, {hv}]"))),
+                    ([b2, n2, p, h2], [b3, n3, p2, h3])
+                        if *b2 == b && *b3 == b && *n2 == n && *n3 == n && p == p2 && *h2 == h && *h3 == hv =>
+                    {
+                        *p
+                    }
+                    (a, c) => {
+                        return Err(Error::invalid(format!(
+                            "past_key {a:?} / past_value {c:?} must be [{b}, {n}, P, {h}] / [{b}, {n}, P, {hv}]"
+                        )));
+                    }
                 };
                 let (pk, pv) = (floats(pk, "past_key")?, floats(pv, "past_value")?);
                 (p, concat_seq(&pk, &kh, (b, n, p, l, h)), concat_seq(&pv, &vh, (b, n, p, l, hv)))
             }
-            (Some(_), Some(_)) => return Err(Error::invalid("past_key/past_value cannot go with key/value given as [B, N, L, H]")),
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid("past_key/past_value cannot go with key/value given as [B, N, L, H]"));
+            }
             _ => return Err(Error::invalid("past_key and past_value go together")),
         };
         let tot = p + l;

@@ -29,6 +29,9 @@ pub mod bert;
 pub mod gqa;
 pub mod mha;
 
+#[cfg(test)]
+mod tests;
+
 pub(crate) fn register(r: &mut Registry) {
     for family in [bert::register, mha::register, gqa::register] {
         family(r);
@@ -118,11 +121,8 @@ pub(crate) fn attend(d: &Dims, q: &[f64], k: &[f64], v: &[f64], scale: f64, row:
         out
     };
     let work = b * n * sq * tot * (dk + dv);
-    let heads: Vec<Vec<f64>> = if work < 1 << 15 {
-        (0..b * n).map(head).collect()
-    } else {
-        (0..b * n).into_par_iter().map(head).collect()
-    };
+    let heads: Vec<Vec<f64>> =
+        if work < 1 << 15 { (0..b * n).map(head).collect() } else { (0..b * n).into_par_iter().map(head).collect() };
     let mut y = vec![0.0; b * sq * n * dv];
     for (bh, yh) in heads.iter().enumerate() {
         let (bi, h) = (bh / n, bh % n);
@@ -141,7 +141,12 @@ pub(crate) fn add32(x: f64, m: f64) -> f64 {
 }
 
 /// Reorders `[b, s, h · d]` (rows of `stride` values starting at `off`) into `[b, h, s, d]`.
-pub(crate) fn split_heads(x: &[f64], (b, s, h, d): (usize, usize, usize, usize), stride: usize, off: usize) -> Vec<f64> {
+pub(crate) fn split_heads(
+    x: &[f64],
+    (b, s, h, d): (usize, usize, usize, usize),
+    stride: usize,
+    off: usize,
+) -> Vec<f64> {
     let mut out = vec![0.0; b * h * s * d];
     for bi in 0..b {
         for si in 0..s {
@@ -178,11 +183,10 @@ pub(crate) struct Bias {
 impl Bias {
     pub fn new(t: &Tensor, b: usize, n: usize, sq: usize, tot: usize) -> Result<Bias> {
         let sh = t.shape();
-        let ok = sh.len() == 4 && (sh[0] == 1 || sh[0] == b) && (sh[1] == 1 || sh[1] == n) && sh[2] == sq && sh[3] == tot;
+        let ok =
+            sh.len() == 4 && (sh[0] == 1 || sh[0] == b) && (sh[1] == 1 || sh[1] == n) && sh[2] == sq && sh[3] == tot;
         if !ok {
-            return Err(Error::invalid(format!(
-                "attention_bias {sh:?} must be [1 or {b}, 1 or {n}, {sq}, {tot}]"
-            )));
+            return Err(Error::invalid(format!("attention_bias {sh:?} must be [1 or {b}, 1 or {n}, {sq}, {tot}]")));
         }
         let vals = super::floats(t, "attention_bias")?;
         Ok(Bias {
