@@ -100,7 +100,7 @@ fn matmul_nbits_rejects_malformed_inputs() {
     }
     // B one byte short, and attributes that do not match B.
     let mut short = ins.clone();
-    short[1] = ints(&[3 * 2 * 16 - 1], &vec![0u8; 3 * 2 * 16 - 1]);
+    short[1] = ints(&[3 * 2 * 16 - 1], &[0u8; 3 * 2 * 16 - 1]);
     assert!(ts::run_node(&ms("MatMulNBits", &short, 1, nbits_attrs(40, 3, 4, 32)), &short).is_err());
     assert!(ts::run_node(&ms("MatMulNBits", &ins, 1, nbits_attrs(40, 4, 4, 32)), &ins).is_err());
     // A whose last axis is not K, packed zero points of the wrong size.
