@@ -30,6 +30,8 @@ pub mod rotary;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_quant;
 
 pub(crate) fn register(r: &mut Registry) {
     for family in [

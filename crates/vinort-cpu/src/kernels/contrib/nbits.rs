@@ -19,7 +19,8 @@
 //! as ONNX Runtime's CPU kernel does with `accuracy_level` unset (its fp32 compute type);
 //! f16/bf16 A is widened, so Y rounds once. `accuracy_level` 4 makes ONNX Runtime quantize A
 //! to int8 per block at run time; vinort keeps the f32 product for every level, which differs
-//! from that path by A's int8 quantization error (about 1/254 of each block's largest |a|).
+//! from that path by A's int8 quantization error (measured with onnxruntime 1.31, K=256, block
+//! 32: up to about 0.5% of max |Y| for 2-, 4- and 8-bit B; the level-0 path agrees to ~1e-6).
 
 use vinort_ir::tensor::numel;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};

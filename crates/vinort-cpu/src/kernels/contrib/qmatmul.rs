@@ -53,14 +53,12 @@ fn int8(t: &Tensor, what: &str) -> Result<()> {
 }
 
 /// `(A - a_zp) @ (B - b_zp) · a_scale · b_scale + bias` with A already shifted (`av`, shape
-/// `ash`), in f32, stored as `out`.
+/// `ash`) and B given as `(B, b_zero_point, b_scale)`, in f32, stored as `out`.
 fn scaled_product(
     av: &[i32],
     ash: &[usize],
-    b: &Tensor,
-    b_zp: Option<&Tensor>,
     a_scale: f32,
-    b_scale: &Tensor,
+    (b, b_zp, b_scale): (&Tensor, Option<&Tensor>, &Tensor),
     bias: Option<&Tensor>,
     out: DType,
 ) -> Result<Tensor> {
@@ -114,7 +112,7 @@ fn integer_to_float_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         let scale = one(a_s, "a_scale")?;
         let av = shifted_i32(a, a_zp.map(|z| (z, vec![])))?;
         let out = a_s.dtype();
-        Ok(vec![scaled_product(&av, a.shape(), b, b_zp, scale, b_s, opt_tensor_in(inputs, 6)?, out)?.into()])
+        Ok(vec![scaled_product(&av, a.shape(), scale, (b, b_zp, b_s), opt_tensor_in(inputs, 6)?, out)?.into()])
     })))
 }
 
@@ -129,7 +127,7 @@ fn dynamic_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         let (q, scale, zp) = dynamic_quantize(a.as_slice::<f32>()?);
         let av: Vec<i32> = q.into_iter().map(|v| v as i32 - zp as i32).collect();
         let (b, b_s, b_zp) = (tensor_in(inputs, 1)?, tensor_in(inputs, 2)?, opt_tensor_in(inputs, 3)?);
-        Ok(vec![scaled_product(&av, a.shape(), b, b_zp, scale, b_s, opt_tensor_in(inputs, 4)?, DType::F32)?.into()])
+        Ok(vec![scaled_product(&av, a.shape(), scale, (b, b_zp, b_s), opt_tensor_in(inputs, 4)?, DType::F32)?.into()])
     })))
 }
 
