@@ -22,13 +22,26 @@ use crate::kernel::Registry;
 pub mod fused;
 pub mod gelu;
 pub mod norm;
+pub mod qlinear;
+pub mod qlinear_act;
+pub mod qlinear_pool;
 pub mod rotary;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_qlinear;
 
 pub(crate) fn register(r: &mut Registry) {
-    for family in [norm::register, gelu::register, fused::register, rotary::register] {
+    for family in [
+        norm::register,
+        gelu::register,
+        fused::register,
+        rotary::register,
+        qlinear::register,
+        qlinear_act::register,
+        qlinear_pool::register,
+    ] {
         family(r);
     }
 }
