@@ -124,7 +124,7 @@ pub(crate) fn qlinear_concat(c: &InferCtx<'_>) -> Out {
     let n = c.node;
     let axis = n.req_attr::<i64>("axis")?;
     let count = n.inputs.len().saturating_sub(2);
-    if count == 0 || count % 3 != 0 {
+    if count == 0 || !count.is_multiple_of(3) {
         return Err(n.error(format!("QLinearConcat needs 2 + 3k inputs, got {}", n.inputs.len())));
     }
     let d = c.dtype(1).or(c.dtype(2));

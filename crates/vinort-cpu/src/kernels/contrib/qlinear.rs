@@ -167,7 +167,7 @@ struct Concat {
 fn concat_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let n = info.node;
     let count = n.inputs.len().saturating_sub(2);
-    if count == 0 || count % 3 != 0 {
+    if count == 0 || !count.is_multiple_of(3) {
         return Err(n.error(format!(
             "QLinearConcat needs Y_scale, Y_zero_point and (X, X_scale, X_zero_point) triplets, got {} inputs",
             n.inputs.len()
