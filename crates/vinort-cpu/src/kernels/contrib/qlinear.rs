@@ -15,6 +15,7 @@
 //!   is copied; any other is requantized through a 256-entry table as ONNX Runtime does.
 //! - com.microsoft QLinearConv (here): the ONNX QLinearConv kernel ([`crate::kernels::quant::qconv`]),
 //!   with `channels_last` taking and giving NHWC tensors (weights stay `M × C/group × k…`).
+//! - com.microsoft QuantizeLinear, DequantizeLinear (here): the ONNX kernels ([`qdq`]).
 //! - [`qlinear_pool`][super::qlinear_pool]: QLinearAveragePool, QLinearGlobalAveragePool.
 //! - [`qlinear_act`][super::qlinear_act]: QLinearSigmoid, QLinearLeakyRelu (lookup tables),
 //!   QLinearSoftmax.
@@ -30,6 +31,7 @@ use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
 use crate::kernels::elementwise::broadcast::{Broadcast, binary_slices};
 use crate::kernels::quant::qconv::{ConvAttrs, parse_conv, qlinear_conv};
+use crate::kernels::quant::qdq;
 use crate::kernels::quant::{int_range, load_i32, store_int};
 use crate::kernels::shape::slice::concat_tensors;
 use crate::kernels::shape::transpose::transpose_tensor;
@@ -39,6 +41,10 @@ pub(crate) fn register(r: &mut Registry) {
     r.op("com.microsoft", "QLinearMul", |i| binary_factory(i, Binary::Mul));
     r.op("com.microsoft", "QLinearConcat", concat_factory);
     r.op("com.microsoft", "QLinearConv", conv_factory);
+    // ONNX Runtime's com.microsoft QuantizeLinear / DequantizeLinear (x, scale, zero point;
+    // `axis`) are the ONNX ops' per-tensor and per-axis forms, which QOperator models use.
+    r.op("com.microsoft", "QuantizeLinear", qdq::quantize_factory);
+    r.op("com.microsoft", "DequantizeLinear", qdq::dequantize_factory);
 }
 
 /// The 8-bit quantized element types.

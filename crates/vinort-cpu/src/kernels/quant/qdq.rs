@@ -130,7 +130,7 @@ pub(crate) struct Quantize {
     precision: Option<DType>,
 }
 
-fn quantize_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+pub(crate) fn quantize_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let n = info.node;
     let q = Quantize {
         axis: n.attr_or::<i64>("axis", 1)?,
@@ -243,7 +243,7 @@ pub(crate) struct Dequantize {
     output_dtype: Option<DType>,
 }
 
-fn dequantize_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+pub(crate) fn dequantize_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let n = info.node;
     let d = Dequantize {
         axis: n.attr_or::<i64>("axis", 1)?,
