@@ -130,3 +130,85 @@ pub(crate) fn qembed_layer_norm(c: &InferCtx<'_>) -> Out {
         ValueType::Tensor(DType::I32, ids.map(|_| vec![d(0)])),
     ])
 }
+
+// ONNX Runtime's com.microsoft QOperator family (ContribOperators.md): each takes a quantized
+// tensor with its scale and zero point and gives a tensor of the output zero point's type.
+
+/// Runs `rule` with input 0 seen as NCHW when the node's `channels_last` is set (input NHWC),
+/// and gives its first output back as NHWC. Without the attribute this is `rule` itself.
+fn channels_last(c: &InferCtx<'_>, rule: impl Fn(&InferCtx<'_>) -> Out) -> Out {
+    if c.node.attr_or::<i64>("channels_last", 0)? == 0 {
+        return rule(c);
+    }
+    let Some(x) = c.shape(0) else {
+        return rule(c);
+    };
+    if x.len() < 3 {
+        return Err(c.node.error("channels_last input must have rank >= 3 (N, spatial..., C)"));
+    }
+    let mut nchw = x.to_vec();
+    let ch = nchw.remove(x.len() - 1);
+    nchw.insert(1, ch);
+    let mut inputs = c.inputs.clone();
+    inputs[0] = ValueType::Tensor(c.dtype(0).unwrap_or(DType::U8), Some(nchw));
+    let inner = InferCtx { node: c.node, inputs, consts: c.consts.clone() };
+    let mut out = rule(&inner)?;
+    if let Some(ValueType::Tensor(_, Some(s))) = out.first_mut()
+        && s.len() >= 3
+    {
+        let ch = s.remove(1);
+        s.push(ch);
+    }
+    Ok(out)
+}
+
+/// com.microsoft QLinearConv: the ONNX rule, with an NHWC input and output when
+/// `channels_last` is set.
+pub(crate) fn ms_qlinear_conv(c: &InferCtx<'_>) -> Out {
+    channels_last(c, qlinear_conv)
+}
+
+/// QLinearAdd, QLinearMul: numpy broadcast of A (0) and B (3), A's type.
+pub(crate) fn qlinear_binary(c: &InferCtx<'_>) -> Out {
+    let shape = match (c.shape(0), c.shape(3)) {
+        (Some(a), Some(b)) => Some(super::rules::broadcast_dims(a, b).map_err(|e| c.node.error(e.to_string()))?),
+        _ => None,
+    };
+    Ok(vec![tensor(c.dtype(0), shape)])
+}
+
+/// QLinearConcat: Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) triplets joined along
+/// `axis`; Y_zero_point's type (X's when it is not known).
+pub(crate) fn qlinear_concat(c: &InferCtx<'_>) -> Out {
+    let n = c.node;
+    let axis = n.req_attr::<i64>("axis")?;
+    let count = n.inputs.len().saturating_sub(2);
+    if count == 0 || !count.is_multiple_of(3) {
+        return Err(n.error(format!("QLinearConcat needs 2 + 3k inputs, got {}", n.inputs.len())));
+    }
+    let d = c.dtype(1).or(c.dtype(2));
+    let mut out: Option<Vec<Dim>> = None;
+    let mut total = Some(0usize);
+    for i in (2..n.inputs.len()).step_by(3) {
+        let Some(s) = c.shape(i) else {
+            return Ok(vec![tensor(d, None)]);
+        };
+        let ax = super::rules::norm_axis(n, axis, s.len())?;
+        total = total.zip(s[ax].fixed()).map(|(a, b)| a + b);
+        out.get_or_insert_with(|| s.to_vec());
+    }
+    let mut out = out.unwrap_or_default();
+    let ax = super::rules::norm_axis(n, axis, out.len())?;
+    out[ax] = total.map(Dim::Fixed).unwrap_or(Dim::Unknown);
+    Ok(vec![tensor(d, Some(out))])
+}
+
+/// QLinearAveragePool: AveragePool's geometry (NHWC with `channels_last`), x's type.
+pub(crate) fn qlinear_average_pool(c: &InferCtx<'_>) -> Out {
+    channels_last(c, |c| window_of(c, None, c.dtype(0)))
+}
+
+/// QLinearGlobalAveragePool: spatial axes become 1 (NHWC with `channels_last`), x's type.
+pub(crate) fn qlinear_global_average_pool(c: &InferCtx<'_>) -> Out {
+    channels_last(c, super::rules::global_pool)
+}

@@ -284,7 +284,7 @@ pub(super) const SPECS: &[OpSpec] = &[
     // com.microsoft (ONNX Runtime's contrib ops)
     ms("Attention", 1, Some(nn::ms_attention), HEAVY),
     ms("DynamicQuantizeLSTM", 1, Some(recurrent::recurrent), HEAVY),
-    ms("QLinearConv", 1, Some(quant::qlinear_conv), HEAVY),
+    ms("QLinearConv", 1, Some(quant::ms_qlinear_conv), HEAVY),
     ms("QuickGelu", 1, Some(rules::same_as_first), ELEMENTWISE),
     // com.microsoft attention family (vinort-cpu kernels/contrib/attention*)
     ms("GroupQueryAttention", 1, Some(contrib_attention::group_query_attention), HEAVY),
@@ -298,6 +298,16 @@ pub(super) const SPECS: &[OpSpec] = &[
     ms("QEmbedLayerNormalization", 1, Some(quant::qembed_layer_norm), NONE),
     ms("QGemm", 1, Some(quant::qgemm), HEAVY),
     ms("QuantizeLinear", 1, Some(quant::ms_quantize_linear), NONE),
+    // com.microsoft QOperator family (vinort-cpu kernels/contrib/qlinear*)
+    ms("QLinearAdd", 1, Some(quant::qlinear_binary), ELEMENTWISE),
+    ms("QLinearAveragePool", 1, Some(quant::qlinear_average_pool), NONE),
+    ms("QLinearConcat", 1, Some(quant::qlinear_concat), NONE),
+    ms("QLinearGlobalAveragePool", 1, Some(quant::qlinear_global_average_pool), NONE),
+    ms("QLinearLeakyRelu", 1, Some(rules::same_as_first), ELEMENTWISE),
+    ms("QLinearMul", 1, Some(quant::qlinear_binary), ELEMENTWISE),
+    ms("QLinearSigmoid", 1, Some(rules::same_as_first), ELEMENTWISE),
+    ms("QLinearSoftmax", 1, Some(rules::same_as_first), NONE),
+    ms("DequantizeLinear", 1, Some(quant::dequantize_linear), NONE),
     // com.microsoft transformer fusions (vinort-cpu kernels/contrib)
     ms("BiasAdd", 1, Some(rules::same_as_first), NONE),
     ms("BiasGelu", 1, Some(rules::same_as_first), NONE),

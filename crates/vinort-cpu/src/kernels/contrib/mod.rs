@@ -25,11 +25,15 @@ pub mod gelu;
 pub mod nbits;
 pub mod norm;
 pub mod qdq;
+pub mod qlinear;
+pub mod qlinear_act;
+pub mod qlinear_pool;
 pub mod qmatmul;
 pub mod rotary;
 
 #[cfg(test)]
 mod tests;
+mod tests_qlinear;
 #[cfg(test)]
 mod tests_quant;
 
@@ -43,6 +47,9 @@ pub(crate) fn register(r: &mut Registry) {
         qmatmul::register,
         qdq::register,
         attention::register,
+        qlinear::register,
+        qlinear_act::register,
+        qlinear_pool::register,
     ] {
         family(r);
     }

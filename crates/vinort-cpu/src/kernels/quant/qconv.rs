@@ -21,12 +21,12 @@ pub(crate) fn register(r: &mut Registry) {
     r.op("", "QLinearConv", qlinear_conv_factory);
 }
 
-struct ConvAttrs {
+pub(crate) struct ConvAttrs {
     window: WindowAttrs,
     group: usize,
 }
 
-fn parse(info: &NodeInfo<'_>, x: usize, w: usize) -> Result<ConvAttrs> {
+pub(crate) fn parse_conv(info: &NodeInfo<'_>, x: usize, w: usize) -> Result<ConvAttrs> {
     let n = info.node;
     for i in [x, w] {
         if let Some(d) = info.input_dtype(i)
@@ -126,7 +126,7 @@ fn shift_w(w: &Tensor, zp: Option<&Tensor>) -> Result<Vec<i32>> {
 struct ConvInteger(ConvAttrs);
 
 fn conv_integer_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    Ok(Box::new(ConvInteger(parse(info, 0, 1)?)))
+    Ok(Box::new(ConvInteger(parse_conv(info, 0, 1)?)))
 }
 
 impl Kernel for ConvInteger {
@@ -143,7 +143,7 @@ impl Kernel for ConvInteger {
 struct QLinearConv(ConvAttrs);
 
 fn qlinear_conv_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    Ok(Box::new(QLinearConv(parse(info, 0, 3)?)))
+    Ok(Box::new(QLinearConv(parse_conv(info, 0, 3)?)))
 }
 
 /// A scalar f32 parameter.
@@ -156,6 +156,25 @@ fn scalar(t: &Tensor, what: &str) -> Result<f32> {
 
 impl Kernel for QLinearConv {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        Ok(vec![qlinear_conv(&self.0, inputs)?.into()])
+    }
+}
+
+/// Zero point `i`, when given, must have the type of its data (input `data`).
+fn check_zp_type(inputs: &[Option<&Value>], data: usize, i: usize) -> Result<()> {
+    let d = tensor_in(inputs, data)?.dtype();
+    match opt_tensor_in(inputs, i)? {
+        Some(z) if z.dtype() != d => {
+            Err(Error::invalid(format!("zero point (input {i}) has type {}, its data {d}", z.dtype())))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// QLinearConv of NCHW inputs (ONNX's and com.microsoft's, whose `channels_last` form
+/// transposes around this).
+pub(crate) fn qlinear_conv(attrs: &ConvAttrs, inputs: &[Option<&Value>]) -> Result<Tensor> {
+    {
         let x = tensor_in(inputs, 0)?;
         let x_scale = scalar(tensor_in(inputs, 1)?, "x_scale")?;
         let w = tensor_in(inputs, 3)?;
@@ -163,9 +182,11 @@ impl Kernel for QLinearConv {
         let y_scale = scalar(tensor_in(inputs, 6)?, "y_scale")?;
         let y_zp = opt_tensor_in(inputs, 7)?;
         let bias = opt_tensor_in(inputs, 8)?;
+        check_zp_type(inputs, 0, 2)?;
+        check_zp_type(inputs, 3, 5)?;
         let xv = shift_x(x, opt_tensor_in(inputs, 2)?)?;
         let wv = shift_w(w, opt_tensor_in(inputs, 5)?)?;
-        let (shape, acc) = conv_i32(&self.0, &xv, x.shape(), &wv, w.shape())?;
+        let (shape, acc) = conv_i32(attrs, &xv, x.shape(), &wv, w.shape())?;
         let m = shape[1];
         if w_scale.len() != 1 && w_scale.len() != m {
             return Err(Error::invalid(format!("w_scale has {} elements for {m} output channels", w_scale.len())));
@@ -199,6 +220,6 @@ impl Kernel for QLinearConv {
                 (a as f64 * mult + zp).round_ties_even().clamp(lo as f64, hi as f64) as i32
             })
             .collect();
-        Ok(vec![store_int(out_dtype, &shape, &q)?.into()])
+        store_int(out_dtype, &shape, &q)
     }
 }

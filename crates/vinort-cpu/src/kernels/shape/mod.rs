@@ -21,7 +21,7 @@ mod gather;
 mod generate;
 mod numeric;
 mod reshape;
-mod slice;
+pub(crate) mod slice;
 pub(crate) mod transpose;
 
 #[cfg(test)]

@@ -103,7 +103,7 @@ fn slice(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     }))
 }
 
-pub(super) fn concat_tensors(xs: &[&Tensor], axis: i64) -> Result<Tensor> {
+pub(crate) fn concat_tensors(xs: &[&Tensor], axis: i64) -> Result<Tensor> {
     let first = xs.first().ok_or_else(|| Error::invalid("Concat needs at least one input"))?;
     let r = first.rank();
     let a = norm_axis(axis, r)?;
