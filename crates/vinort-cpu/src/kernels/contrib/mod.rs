@@ -33,6 +33,7 @@ pub mod rotary;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
 mod tests_qlinear;
 #[cfg(test)]
 mod tests_quant;
