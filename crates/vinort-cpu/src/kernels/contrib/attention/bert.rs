@@ -235,7 +235,7 @@ fn hidden_sizes(node: &vinort_ir::Node, width: usize) -> Result<(usize, usize, u
                 Err(Error::invalid(format!("qkv_hidden_sizes {h:?} must be three positive sizes adding up to {width}")))
             }
         },
-        None if width % 3 == 0 => Ok((width / 3, width / 3, width / 3)),
+        None if width.is_multiple_of(3) => Ok((width / 3, width / 3, width / 3)),
         None => Err(Error::invalid(format!("weights width {width} is not divisible by 3"))),
     }
 }

@@ -175,9 +175,9 @@ impl Kernel for Gqa {
         let mut past_len = vec![0usize; b];
         let mut tot_len = vec![0usize; b];
         for bi in 0..b {
-            let t = seq[bi] + 1;
+            let t = seq[bi].saturating_add(1);
             let past = if first_prompt { 0 } else { t - s as i64 };
-            if t < 1 || t as usize > plen || past < 0 || past as usize > pbuf.max(0) || past as usize + s > plen {
+            if t < 1 || t as usize > plen || past < 0 || past as usize > pbuf || past as usize + s > plen {
                 return Err(Error::invalid(format!(
                     "seqlens_k[{bi}] = {} does not fit {s} new tokens, a past of {pbuf} and total_sequence_length {total}",
                     seq[bi]
@@ -237,8 +237,7 @@ impl Kernel for Gqa {
         };
         let present = |past: &[f64], new: &[f64]| -> Vec<f64> {
             let mut out = vec![0.0; b * kvn * plen * h];
-            for bi in 0..b {
-                let pl = past_len[bi];
+            for (bi, &pl) in past_len.iter().enumerate() {
                 for hi in 0..kvn {
                     let bh = bi * kvn + hi;
                     let dst = bh * plen * h;

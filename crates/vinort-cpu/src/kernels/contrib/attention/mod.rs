@@ -217,7 +217,7 @@ pub(crate) fn heads_attr(n: &vinort_ir::Node, name: &str) -> Result<usize> {
 
 /// `hidden / heads`, or an error when it does not divide.
 pub(crate) fn per_head(hidden: usize, heads: usize, what: &str) -> Result<usize> {
-    if heads == 0 || hidden % heads != 0 || hidden == 0 {
+    if heads == 0 || !hidden.is_multiple_of(heads) || hidden == 0 {
         return Err(Error::invalid(format!("{what} hidden size {hidden} is not a positive multiple of {heads} heads")));
     }
     Ok(hidden / heads)
