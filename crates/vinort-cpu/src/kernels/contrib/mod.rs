@@ -10,6 +10,13 @@
 //! - [`fused`][fused]: FusedMatMul, FusedGemm, FusedConv, GemmFastGelu, built on the linalg
 //!   and conv kernels.
 //! - [`rotary`][rotary]: com.microsoft RotaryEmbedding.
+//! - [`attention`][attention]: Attention, QAttention, MultiHeadAttention, GroupQueryAttention.
+//! - [`nbits`][nbits], [`qmatmul`][qmatmul], [`qdq`][qdq]: MatMulNBits, DynamicQuantizeMatMul,
+//!   MatMulIntegerToFloat, QGemm, com.microsoft QuantizeLinear/DequantizeLinear and
+//!   QEmbedLayerNormalization.
+//! - [`qlinear`][qlinear], [`qlinear_act`][qlinear_act], [`qlinear_pool`][qlinear_pool]: the
+//!   QOperator family (QLinearAdd/Mul/Concat, channels-last QLinearConv, QLinearSigmoid,
+//!   QLinearLeakyRelu, QLinearSoftmax, QLinearGlobalAveragePool, QLinearAveragePool).
 //!
 //! Element types are f32, f16 and bf16 (and f64 where it costs nothing); values are computed
 //! in f64 and rounded once to the element type, as the attention family does, so a half type
