@@ -89,7 +89,13 @@ impl Core {
                     (true, Some(l)) => {
                         let l = l.to_i64_vec()?;
                         match l.as_slice() {
-                            [l] if *l >= 0 && (*l as usize) + s <= cap => *l as usize,
+                            [l] if usize::try_from(*l)
+                                .ok()
+                                .and_then(|l| l.checked_add(s))
+                                .is_some_and(|e| e <= cap) =>
+                            {
+                                *l as usize
+                            }
                             _ => {
                                 return Err(Error::invalid(format!(
                                     "past_sequence_length {l:?} must be one value with it + {s} <= {cap}"
@@ -228,7 +234,13 @@ impl MaskRows {
 fn hidden_sizes(node: &vinort_ir::Node, width: usize) -> Result<(usize, usize, usize)> {
     match node.attr::<Vec<i64>>("qkv_hidden_sizes")? {
         Some(h) => match h.as_slice() {
-            [q, k, v] if *q > 0 && *k > 0 && *v > 0 && (q + k + v) as usize == width => {
+            // Checked: the sizes come from the model and may be anything.
+            [q, k, v]
+                if *q > 0
+                    && *k > 0
+                    && *v > 0
+                    && q.checked_add(*k).and_then(|s| s.checked_add(*v)) == i64::try_from(width).ok() =>
+            {
                 Ok((*q as usize, *k as usize, *v as usize))
             }
             _ => {

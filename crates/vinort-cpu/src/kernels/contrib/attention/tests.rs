@@ -178,6 +178,9 @@ fn bad_inputs_are_errors() {
     expect_err(ts::run_node(&ms("Attention", &x, 1, vec![("num_heads", Attr::Int(3))]), &x), "multiple of 3 heads");
     expect_err(ts::run_node(&ms("Attention", &x, 1, vec![]), &x), "num_heads");
     expect_err(ts::run_node(&ms("Attention", &x, 1, vec![("num_heads", Attr::Int(-1))]), &x), "positive");
+    // qkv_hidden_sizes whose sum overflows i64 (it once overflowed instead of being refused).
+    let huge = vec![("num_heads", Attr::Int(N)), ("qkv_hidden_sizes", Attr::Ints(vec![i64::MAX, i64::MAX, 2]))];
+    expect_err(ts::run_node(&ms("Attention", &x, 1, huge), &x), "qkv_hidden_sizes");
     // A mask of the wrong shape.
     let mut m = x.to_vec();
     m.push(i32s(&[3], &[1, 2, 3]));
