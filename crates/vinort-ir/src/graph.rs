@@ -119,6 +119,23 @@ impl Node {
         self.attr(name)?.ok_or_else(|| self.error(format!("required attribute '{name}' ({}) is missing", T::EXPECTED)))
     }
 
+    /// A string attribute naming one of `choices` (spelling, value; several spellings may mean
+    /// one value, as Resize's `linear`/`bilinear`), `default` when absent (`None`: required).
+    /// Any other spelling is an error naming the node, the attribute and what it accepts.
+    pub fn choice_attr<T: Copy>(&self, name: &str, default: Option<&str>, choices: &[(&str, T)]) -> Result<T> {
+        let given = match default {
+            Some(d) => self.attr_or::<String>(name, d.to_owned())?,
+            None => self.req_attr::<String>(name)?,
+        };
+        match choices.iter().find(|(spelling, _)| *spelling == given) {
+            Some(&(_, v)) => Ok(v),
+            None => {
+                let accepted: Vec<&str> = choices.iter().map(|(s, _)| *s).collect();
+                Err(self.error(format!("unknown {name} '{given}' (accepted: {})", accepted.join(", "))))
+            }
+        }
+    }
+
     /// An error about this node.
     pub fn error(&self, message: impl Into<String>) -> Error {
         Error::Node { node: self.name.clone(), op: self.qualified_op(), message: message.into() }
@@ -273,5 +290,43 @@ impl Graph {
     /// Sets a value's type (used by shape inference).
     pub(crate) fn set_type(&mut self, v: ValueId, ty: ValueType) {
         self.values[v.index()].ty = ty;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(attrs: Vec<(String, Attr)>) -> Node {
+        Node {
+            name: "r".into(),
+            op_type: "Resize".into(),
+            domain: String::new(),
+            opset: 19,
+            inputs: vec![],
+            outputs: vec![],
+            implicit_inputs: vec![],
+            attrs,
+            proto: None,
+        }
+    }
+
+    const MODES: [(&str, u8); 3] = [("nearest", 0), ("linear", 1), ("bilinear", 1)];
+
+    #[test]
+    fn choice_attr_maps_spellings_defaults_and_names_what_is_wrong() {
+        let mode = |v: &str| node(vec![("mode".into(), Attr::String(v.into()))]);
+        assert_eq!(mode("bilinear").choice_attr("mode", Some("nearest"), &MODES).unwrap(), 1);
+        assert_eq!(mode("nearest").choice_attr("mode", None, &MODES).unwrap(), 0);
+        assert_eq!(node(vec![]).choice_attr("mode", Some("linear"), &MODES).unwrap(), 1);
+        let e = mode("cubic").choice_attr("mode", Some("nearest"), &MODES).unwrap_err().to_string();
+        assert!(
+            e.contains("'r'") && e.contains("unknown mode 'cubic'") && e.contains("nearest, linear, bilinear"),
+            "{e}"
+        );
+        let e = node(vec![]).choice_attr("mode", None, &MODES).unwrap_err().to_string();
+        assert!(e.contains("required attribute 'mode'"), "{e}");
+        let e = node(vec![("mode".into(), Attr::Int(1))]).choice_attr("mode", None, &MODES).unwrap_err().to_string();
+        assert!(e.contains("must be"), "{e}");
     }
 }

@@ -46,11 +46,7 @@ fn f(node: &Node, name: &str, default: Option<f32>) -> Result<f64> {
 
 fn momentum(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let n = info.node;
-    let nesterov = match n.req_attr::<String>("mode")?.as_str() {
-        "standard" => false,
-        "nesterov" => true,
-        other => return Err(n.error(format!("unknown Momentum mode {other:?}"))),
-    };
+    let nesterov = n.choice_attr("mode", None, &[("standard", false), ("nesterov", true)])?;
     let rule = Rule::Momentum {
         alpha: f(n, "alpha", None)?,
         beta: f(n, "beta", None)?,

@@ -149,11 +149,7 @@ impl Unary {
             "LeakyRelu" => LeakyRelu { alpha: f("alpha", 0.01)? },
             "HardSigmoid" => HardSigmoid { alpha: f("alpha", 0.2)?, beta: f("beta", 0.5)? },
             "HardSwish" => HardSwish,
-            "Gelu" => match n.attr_or::<String>("approximate", "none".into())?.as_str() {
-                "none" => Gelu { tanh: false },
-                "tanh" => Gelu { tanh: true },
-                other => return Err(n.error(format!("approximate must be 'none' or 'tanh', got '{other}'"))),
-            },
+            "Gelu" => Gelu { tanh: n.choice_attr("approximate", Some("none"), &[("none", false), ("tanh", true)])? },
             "Reciprocal" => Reciprocal,
             "Floor" => Floor,
             "Ceil" => Ceil,

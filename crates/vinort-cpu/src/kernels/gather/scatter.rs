@@ -14,11 +14,7 @@ pub(crate) fn register(r: &mut Registry) {
 fn tensorscatter_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let n = info.node;
     let axis = n.attr_or::<i64>("axis", -2)?;
-    let circular = match n.attr_or::<String>("mode", "linear".into())?.as_str() {
-        "linear" => false,
-        "circular" => true,
-        other => return Err(n.error(format!("unknown mode {other:?}"))),
-    };
+    let circular = n.choice_attr("mode", Some("linear"), &[("linear", false), ("circular", true)])?;
     Ok(Box::new(FnKernel(move |inputs: &[Option<&Value>]| {
         let past = tensor_in(inputs, 0)?;
         let upd = tensor_in(inputs, 1)?;

@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use vinort_ir::tensor::numel;
 use vinort_ir::{Error, Result, RunContext, Value};
 
+use super::resize::Mode::{self, Cubic, Linear, Nearest};
 use super::{PAR_MIN, extent, need_float, store_acc};
 
 use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
@@ -19,12 +20,9 @@ pub(crate) fn register(r: &mut Registry) {
     r.op("", "AffineGrid", affine_grid_factory);
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
-    Nearest,
-    Linear,
-    Cubic,
-}
+/// `mode`'s spellings: opset 16 says bilinear/bicubic, opset 20 linear/cubic.
+const MODES: [(&str, Mode); 5] =
+    [("bilinear", Linear), ("linear", Linear), ("nearest", Nearest), ("bicubic", Cubic), ("cubic", Cubic)];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Padding {
@@ -42,18 +40,12 @@ struct GridSample {
 fn grid_sample_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let n = info.node;
     let default = if n.opset >= 20 { "linear" } else { "bilinear" };
-    let mode = match n.attr_or::<String>("mode", default.into())?.as_str() {
-        "bilinear" | "linear" => Mode::Linear,
-        "nearest" => Mode::Nearest,
-        "bicubic" | "cubic" => Mode::Cubic,
-        m => return Err(n.error(format!("unknown mode '{m}'"))),
-    };
-    let padding = match n.attr_or::<String>("padding_mode", "zeros".into())?.as_str() {
-        "zeros" => Padding::Zeros,
-        "border" => Padding::Border,
-        "reflection" => Padding::Reflection,
-        m => return Err(n.error(format!("unknown padding_mode '{m}'"))),
-    };
+    let mode = n.choice_attr("mode", Some(default), &MODES)?;
+    let padding = n.choice_attr(
+        "padding_mode",
+        Some("zeros"),
+        &[("zeros", Padding::Zeros), ("border", Padding::Border), ("reflection", Padding::Reflection)],
+    )?;
     Ok(Box::new(GridSample { mode, padding, align_corners: n.attr_or::<i64>("align_corners", 0)? != 0 }))
 }
 

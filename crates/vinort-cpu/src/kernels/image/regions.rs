@@ -225,16 +225,12 @@ struct RoiAlign {
 fn roi_align_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let n = info.node;
     let default = if n.opset >= 16 { "half_pixel" } else { "output_half_pixel" };
-    let half_pixel = match n.attr_or::<String>("coordinate_transformation_mode", default.into())?.as_str() {
-        "half_pixel" => true,
-        "output_half_pixel" => false,
-        m => return Err(n.error(format!("unknown coordinate_transformation_mode '{m}'"))),
-    };
-    let max = match n.attr_or::<String>("mode", "avg".into())?.as_str() {
-        "avg" => false,
-        "max" => true,
-        m => return Err(n.error(format!("unknown mode '{m}'"))),
-    };
+    let half_pixel = n.choice_attr(
+        "coordinate_transformation_mode",
+        Some(default),
+        &[("half_pixel", true), ("output_half_pixel", false)],
+    )?;
+    let max = n.choice_attr("mode", Some("avg"), &[("avg", false), ("max", true)])?;
     Ok(Box::new(RoiAlign {
         half_pixel,
         max,

@@ -33,12 +33,11 @@ pub struct LossAttrs {
 
 impl LossAttrs {
     fn parse(node: &Node) -> Result<LossAttrs> {
-        let reduction = match node.attr_or::<String>("reduction", "mean".into())?.as_str() {
-            "none" => Reduction::None,
-            "sum" => Reduction::Sum,
-            "mean" => Reduction::Mean,
-            other => return Err(node.error(format!("unknown reduction {other:?}"))),
-        };
+        let reduction = node.choice_attr(
+            "reduction",
+            Some("mean"),
+            &[("none", Reduction::None), ("sum", Reduction::Sum), ("mean", Reduction::Mean)],
+        )?;
         Ok(LossAttrs { reduction, ignore_index: node.attr::<i64>("ignore_index")? })
     }
 }

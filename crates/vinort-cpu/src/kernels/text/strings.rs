@@ -173,14 +173,11 @@ pub(crate) fn check_locale(locale: &str) -> std::result::Result<(), String> {
 
 fn normalizer_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let n = info.node;
-    let case = match n.attr_or::<String>("case_change_action", "NONE".into())?.as_str() {
-        "NONE" => CaseChange::None,
-        "LOWER" => CaseChange::Lower,
-        "UPPER" => CaseChange::Upper,
-        other => {
-            return Err(n.error(format!("case_change_action must be NONE, LOWER or UPPER, got '{other}'")));
-        }
-    };
+    let case = n.choice_attr(
+        "case_change_action",
+        Some("NONE"),
+        &[("NONE", CaseChange::None), ("LOWER", CaseChange::Lower), ("UPPER", CaseChange::Upper)],
+    )?;
     let case_sensitive = n.attr_or::<bool>("is_case_sensitive", false)?;
     if let Some(locale) = n.attr::<String>("locale")? {
         check_locale(&locale).map_err(|m| n.error(m))?;

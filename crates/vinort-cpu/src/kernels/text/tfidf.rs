@@ -54,12 +54,7 @@ fn factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 fn build(n: &Node) -> Result<TfIdf> {
-    let mode = match n.req_attr::<String>("mode")?.as_str() {
-        "TF" => Mode::Tf,
-        "IDF" => Mode::Idf,
-        "TFIDF" => Mode::TfIdf,
-        other => return Err(n.error(format!("mode must be TF, IDF or TFIDF, got '{other}'"))),
-    };
+    let mode = n.choice_attr("mode", None, &[("TF", Mode::Tf), ("IDF", Mode::Idf), ("TFIDF", Mode::TfIdf)])?;
     let min_gram = n.req_attr::<i64>("min_gram_length")?;
     let max_gram = n.req_attr::<i64>("max_gram_length")?;
     let max_skip = n.req_attr::<i64>("max_skip_count")?;
