@@ -123,8 +123,6 @@ fn qlinear_concat(g: &Graph, n: &Node) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use prost::Message;
-    use vinort_ir::Model;
     use vinort_ir::proto::build::{attr, fixed_tensor_info as vi};
     use vinort_ir::proto::onnx;
 
@@ -145,29 +143,15 @@ mod tests {
         outputs: &[&str],
         attrs: Vec<onnx::AttributeProto>,
     ) -> Option<String> {
-        let node = onnx::NodeProto {
-            op_type: Some(op.into()),
-            domain: Some("com.microsoft".into()),
-            name: Some("n".into()),
-            input: node_inputs.iter().map(|s| s.to_string()).collect(),
-            output: outputs.iter().map(|s| s.to_string()).collect(),
-            attribute: attrs,
-            ..Default::default()
-        };
-        let graph = onnx::GraphProto {
-            name: Some("g".into()),
-            node: vec![node],
-            input: inputs.to_vec(),
-            output: outputs
-                .iter()
-                .filter(|o| !o.is_empty())
-                .map(|o| onnx::ValueInfoProto { name: Some(o.to_string()), ..Default::default() })
-                .collect(),
-            initializer: inits,
-            ..Default::default()
-        };
-        let model = vinort_ir::proto::build::model(9, &[("", 17), ("com.microsoft", 1)], graph);
-        let model = Model::from_bytes(model.encode_to_vec()).expect("test model loads");
+        let model = super::super::tests::node_model(
+            ("com.microsoft", op),
+            &[("", 17), ("com.microsoft", 1)],
+            inputs,
+            inits,
+            node_inputs,
+            outputs,
+            attrs,
+        );
         let g = &model.graph;
         refusal(g, g.topo_order()[0])
     }

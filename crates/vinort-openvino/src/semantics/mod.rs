@@ -308,11 +308,26 @@ pub(crate) mod tests {
         node_inputs: &[&str],
         attrs: Vec<onnx::AttributeProto>,
     ) -> Model {
+        node_model(("", op), &[("", opset)], inputs, inits, node_inputs, &["y"], attrs)
+    }
+
+    /// A model of one node `n` of `(domain, op)` with the given inputs (graph inputs and
+    /// initializers) and outputs ("" for an omitted one).
+    pub(crate) fn node_model(
+        (domain, op): (&str, &str),
+        opsets: &[(&str, i64)],
+        inputs: &[onnx::ValueInfoProto],
+        inits: Vec<onnx::TensorProto>,
+        node_inputs: &[&str],
+        outputs: &[&str],
+        attrs: Vec<onnx::AttributeProto>,
+    ) -> Model {
         let node = onnx::NodeProto {
             op_type: Some(op.into()),
+            domain: (!domain.is_empty()).then(|| domain.into()),
             name: Some("n".into()),
             input: node_inputs.iter().map(|s| s.to_string()).collect(),
-            output: vec!["y".into()],
+            output: outputs.iter().map(|s| s.to_string()).collect(),
             attribute: attrs,
             ..Default::default()
         };
@@ -320,11 +335,15 @@ pub(crate) mod tests {
             name: Some("g".into()),
             node: vec![node],
             input: inputs.to_vec(),
-            output: vec![onnx::ValueInfoProto { name: Some("y".into()), ..Default::default() }],
+            output: outputs
+                .iter()
+                .filter(|o| !o.is_empty())
+                .map(|o| onnx::ValueInfoProto { name: Some(o.to_string()), ..Default::default() })
+                .collect(),
             initializer: inits,
             ..Default::default()
         };
-        let model = vinort_ir::proto::build::model(9, &[("", opset)], graph);
+        let model = vinort_ir::proto::build::model(9, opsets, graph);
         Model::from_bytes(model.encode_to_vec()).expect("test model loads")
     }
 
