@@ -24,6 +24,12 @@ pub(crate) struct Geo3 {
 }
 
 impl Geo3 {
+    /// `(C/group, M/group)` and the element counts of an input plane, an output plane and a
+    /// kernel window: what every walk over this geometry starts from.
+    pub(crate) fn sizes(&self) -> ((usize, usize), [usize; 3]) {
+        ((self.c / self.group, self.m / self.group), [prod3(&self.i), prod3(&self.o), prod3(&self.k)])
+    }
+
     /// A forward convolution's geometry: `(N, C, M, group)`, X's spatial extents, and the
     /// window resolved for W's kernel with its output geometry.
     pub(crate) fn forward(

@@ -163,44 +163,52 @@ impl Kernel for Conv {
         let win = self.attrs.resolve(&kernel)?;
         let geo = win.geometry(&xs[2..])?;
         let g = Geo3::forward((n, c, m, group), &xs[2..], &win, &geo);
-        let mut shape = vec![n, m];
-        shape.extend_from_slice(&geo.out);
-        in_compute_type(
-            x.dtype(),
-            &shape,
-            dtype,
-            |o| conv(&g, &x, &w, b.as_deref(), o),
-            |o| conv(&g, &x, &w, b.as_deref(), o),
-        )
+        let run = Operands { g: &g, x: &x, w: &w, b: b.as_deref(), transpose: false };
+        run.in_compute_type(&[&[n, m], geo.out.as_slice()].concat(), dtype)
     }
 }
 
-/// Builds an output of `shape` in the compute type of the widened inputs (`f64` for f64, else
-/// `f32`) with the body for that type, then narrows it back to the node's `dtype`. Callers
-/// pass their generic body twice, once per type: a closure cannot be generic.
-fn in_compute_type(
-    compute: DType,
-    shape: &[usize],
-    dtype: DType,
-    f32_body: impl FnOnce(&mut [f32]) -> Result<()>,
-    f64_body: impl FnOnce(&mut [f64]) -> Result<()>,
-) -> Result<Vec<Value>> {
-    let y = match compute {
-        DType::F64 => Tensor::try_build::<f64, Error>(shape, f64_body)?,
-        _ => Tensor::try_build::<f32, Error>(shape, f32_body)?,
-    };
-    Ok(vec![from_compute(y, dtype)?.into()])
+/// A Conv or ConvTranspose's widened operands over its geometry.
+struct Operands<'a> {
+    g: &'a Geo3,
+    x: &'a Tensor,
+    w: &'a Tensor,
+    b: Option<&'a Tensor>,
+    transpose: bool,
 }
 
-fn conv<T: Real>(g: &Geo3, x: &Tensor, w: &Tensor, b: Option<&Tensor>, out: &mut [T]) -> Result<()> {
-    let (x, w) = (x.as_slice::<T>()?, w.as_slice::<T>()?);
-    let bias = b.map(|b| b.as_slice::<T>()).transpose()?;
-    let (cg, mg) = (g.c / g.group, g.m / g.group);
-    let (pi, po, pk) = (prod3(&g.i), prod3(&g.o), prod3(&g.k));
+impl Operands<'_> {
+    /// Builds an output of `shape` in the compute type of the widened inputs (`f64` for f64,
+    /// else `f32`), then narrows it back to the node's `dtype`.
+    fn in_compute_type(&self, shape: &[usize], dtype: DType) -> Result<Vec<Value>> {
+        let y = match self.x.dtype() {
+            DType::F64 => Tensor::try_build::<f64, Error>(shape, |o| self.run(o))?,
+            _ => Tensor::try_build::<f32, Error>(shape, |o| self.run(o))?,
+        };
+        Ok(vec![from_compute(y, dtype)?.into()])
+    }
+
+    fn run<T: Real>(&self, out: &mut [T]) -> Result<()> {
+        if self.transpose { conv_transpose(self, out) } else { conv(self, out) }
+    }
+
+    /// X, W (`w_len` elements) and B as `T`, checked against the geometry and the output.
+    fn slices<T: Real>(&self, w_len: usize, out_len: usize) -> Result<(&[T], &[T], Option<&[T]>)> {
+        let (g, [pi, po, _]) = (self.g, self.g.sizes().1);
+        let (x, w) = (self.x.as_slice::<T>()?, self.w.as_slice::<T>()?);
+        if x.len() != g.n * g.c * pi || w.len() != w_len || out_len != g.n * g.m * po {
+            let op = if self.transpose { "ConvTranspose" } else { "Conv" };
+            return Err(Error::invalid(format!("{op} buffers do not match their shapes")));
+        }
+        Ok((x, w, self.b.map(|b| b.as_slice::<T>()).transpose()?))
+    }
+}
+
+fn conv<T: Real>(op: &Operands<'_>, out: &mut [T]) -> Result<()> {
+    let g = op.g;
+    let ((cg, mg), [pi, po, pk]) = g.sizes();
     let kdim = cg * pk;
-    if x.len() != g.n * g.c * pi || w.len() != g.m * kdim || out.len() != g.n * g.m * po {
-        return Err(Error::invalid("Conv buffers do not match their shapes"));
-    }
+    let (x, w, bias) = op.slices::<T>(g.m * kdim, out.len())?;
     let depthwise = cg == 1 && mg == 1;
     let pointwise = pk == 1 && g.s == [1; 3] && g.p == [0; 3] && g.o == g.i;
     for_each_task(out, g.n * g.group, |t, y, col, par| {
@@ -387,27 +395,16 @@ impl Kernel for ConvTranspose {
             d: to3(&win.dilations, 1),
             p,
         };
-        let mut shape = vec![n, m];
-        shape.extend_from_slice(&out);
-        in_compute_type(
-            x.dtype(),
-            &shape,
-            dtype,
-            |o| conv_transpose(&g, &x, &w, b.as_deref(), o),
-            |o| conv_transpose(&g, &x, &w, b.as_deref(), o),
-        )
+        let run = Operands { g: &g, x: &x, w: &w, b: b.as_deref(), transpose: true };
+        run.in_compute_type(&[&[n, m], out.as_slice()].concat(), dtype)
     }
 }
 
-fn conv_transpose<T: Real>(g: &Geo3, x: &Tensor, w: &Tensor, b: Option<&Tensor>, out: &mut [T]) -> Result<()> {
-    let (x, w) = (x.as_slice::<T>()?, w.as_slice::<T>()?);
-    let bias = b.map(|b| b.as_slice::<T>()).transpose()?;
-    let (cg, mg) = (g.c / g.group, g.m / g.group);
-    let (pi, po, pk) = (prod3(&g.i), prod3(&g.o), prod3(&g.k));
+fn conv_transpose<T: Real>(op: &Operands<'_>, out: &mut [T]) -> Result<()> {
+    let g = op.g;
+    let ((cg, mg), [pi, po, pk]) = g.sizes();
     let mgk = mg * pk;
-    if x.len() != g.n * g.c * pi || w.len() != g.c * mgk || out.len() != g.n * g.m * po {
-        return Err(Error::invalid("ConvTranspose buffers do not match their shapes"));
-    }
+    let (x, w, bias) = op.slices::<T>(g.c * mgk, out.len())?;
     let direct = pk == 1 && g.s == [1; 3] && g.p == [0; 3] && g.o == g.i;
     for_each_task(out, g.n * g.group, |t, y, col, par| {
         let (ni, gi) = (t / g.group, t % g.group);

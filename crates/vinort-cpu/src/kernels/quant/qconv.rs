@@ -13,7 +13,7 @@ use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::{PAR_MIN, int_range, load_f32, load_i32, store_int};
 use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
-use crate::kernels::conv::im2col::{Geo3, im2col, prod3};
+use crate::kernels::conv::im2col::{Geo3, im2col};
 use crate::kernels::window::WindowAttrs;
 
 pub(crate) fn register(r: &mut Registry) {
@@ -59,8 +59,8 @@ fn conv_i32(attrs: &ConvAttrs, x: &[i32], xs: &[usize], w: &[i32], ws: &[usize])
     let win = attrs.window.resolve(kernel)?;
     let geo = win.geometry(&xs[2..])?;
     let g3 = Geo3::forward((n, c, m, g), &xs[2..], &win, &geo);
-    let (pi, po, pk) = (prod3(&g3.i), prod3(&g3.o), prod3(&g3.k));
-    let (mg, kdim) = (m / g, cg * pk);
+    let ((_, mg), [pi, po, pk]) = g3.sizes();
+    let kdim = cg * pk;
     let mut out = vec![0i32; n * m * po];
     // One (image, group) task: its input patches as a kdim x po matrix, then the weights'
     // mg x kdim product with it, accumulated with wrapping i32 as the direct sum would be.
