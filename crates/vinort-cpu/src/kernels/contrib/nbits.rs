@@ -80,13 +80,7 @@ impl NBits {
                 b.shape()
             )));
         }
-        if scales.len() != n * kb {
-            return Err(Error::invalid(format!(
-                "scales must have N·k_blocks = {} elements, got {:?}",
-                n * kb,
-                scales.shape()
-            )));
-        }
+        expect_len(scales, n * kb, "scales must have N·k_blocks")?;
         let bv = b.as_slice::<u8>()?;
         let sc = load_f32(scales)?;
         let per = 8 / bits;
@@ -100,25 +94,13 @@ impl NBits {
         let zps: Vec<f32> = match zp {
             None => vec![(1u32 << (bits - 1)) as f32; n * kb],
             Some(z) if z.dtype() == DType::U8 => {
-                if z.len() != n * zp_row {
-                    return Err(Error::invalid(format!(
-                        "packed zero_points must have N·ceil(k_blocks·bits/8) = {} bytes, got {:?}",
-                        n * zp_row,
-                        z.shape()
-                    )));
-                }
+                expect_len(z, n * zp_row, "packed zero_points must have N·ceil(k_blocks·bits/8)")?;
                 let zv = z.as_slice::<u8>()?;
                 (0..n * kb).map(|i| code(&zv[(i / kb) * zp_row..], i % kb) as f32).collect()
             }
             Some(z) => {
                 same_type(scales, z, "zero_points")?;
-                if z.len() != n * kb {
-                    return Err(Error::invalid(format!(
-                        "float zero_points must have {} elements, got {:?}",
-                        n * kb,
-                        z.shape()
-                    )));
-                }
+                expect_len(z, n * kb, "float zero_points must have N·k_blocks")?;
                 load_f32(z)?
             }
         };
@@ -206,4 +188,12 @@ impl Kernel for NBits {
         *shape.last_mut().unwrap_or(&mut 0) = n;
         Ok(vec![store_float(a.dtype(), &shape, &y)?.into()])
     }
+}
+
+/// `t` must hold `want` elements; `what` says which tensor and why (`… = want elements`).
+fn expect_len(t: &Tensor, want: usize, what: &str) -> Result<()> {
+    if t.len() == want {
+        return Ok(());
+    }
+    Err(Error::invalid(format!("{what} = {want} elements, got {:?}", t.shape())))
 }

@@ -187,15 +187,7 @@ impl Quantize {
             return Err(Error::unsupported(format!("QuantizeLinear input of type {}", x.dtype())));
         }
         let g = Granularity::new(x.shape(), scale.shape(), self.axis, self.block_size)?;
-        if let Some(z) = zp
-            && z.len() != scale.len()
-        {
-            return Err(Error::invalid(format!(
-                "zero point shape {:?} differs from scale shape {:?}",
-                z.shape(),
-                scale.shape()
-            )));
-        }
+        check_zero_point(zp, scale, None)?;
         // Division precision: the attribute, else the promoted type of x and the scale.
         let prec = self.precision.unwrap_or(match (x.dtype(), scale.dtype()) {
             (DType::F16, DType::F16) => DType::F16,
@@ -264,6 +256,21 @@ fn dequantize_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     Ok(Box::new(d))
 }
 
+/// A zero point holds one value per scale and, for DequantizeLinear, has x's type (`x_dtype`).
+fn check_zero_point(zp: Option<&Tensor>, scale: &Tensor, x_dtype: Option<DType>) -> Result<()> {
+    let Some(z) = zp else { return Ok(()) };
+    if z.len() != scale.len() {
+        let (zs, ss) = (z.shape(), scale.shape());
+        return Err(Error::invalid(format!("zero point shape {zs:?} differs from scale shape {ss:?}")));
+    }
+    match x_dtype {
+        Some(x) if z.dtype() != x => {
+            Err(Error::invalid(format!("zero point type {} differs from x type {x}", z.dtype())))
+        }
+        _ => Ok(()),
+    }
+}
+
 impl Kernel for Dequantize {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
         let [x, scale] = tensors_in(inputs)?;
@@ -284,18 +291,7 @@ impl Dequantize {
             _ => DType::F32,
         });
         let g = Granularity::new(x.shape(), scale.shape(), self.axis, self.block_size)?;
-        if let Some(z) = zp {
-            if z.len() != scale.len() {
-                return Err(Error::invalid(format!(
-                    "zero point shape {:?} differs from scale shape {:?}",
-                    z.shape(),
-                    scale.shape()
-                )));
-            }
-            if z.dtype() != x.dtype() {
-                return Err(Error::invalid(format!("zero point type {} differs from x type {}", z.dtype(), x.dtype())));
-            }
-        }
+        check_zero_point(zp, scale, Some(x.dtype()))?;
         let sc = load_f32(scale)?;
         let mut out = vec![0f32; x.len()];
         if minifloat::format_of(x.dtype()).is_some() {
