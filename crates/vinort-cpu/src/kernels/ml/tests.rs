@@ -546,21 +546,9 @@ fn tree_ensemble_rejects_malformed_ensembles() {
         let e = err(&f.node(DType::F64, 1, 0), std::slice::from_ref(&x));
         assert!(e.contains(what), "expected '{what}' in: {e}");
     };
-    bad(
-        &|f| {
-            f.false_ids[0] = 4;
-            f.false_leafs[0] = 1;
-        },
-        "node 0: false branch leaf 4 is outside 0..4",
-    );
+    bad(&|f| (f.false_ids[0], f.false_leafs[0]) = (4, 1), "node 0: false branch leaf 4 is outside 0..4");
     bad(&|f| f.true_ids[2] = 9, "node 2: true branch leaf 9 is outside 0..4");
-    bad(
-        &|f| {
-            f.true_ids[2] = 0;
-            f.true_leafs[2] = 0;
-        },
-        "cycle",
-    );
+    bad(&|f| (f.true_ids[2], f.true_leafs[2]) = (0, 0), "cycle");
     bad(&|f| f.modes[1] = 9, "unknown mode 9");
     bad(&|f| f.leaf_targets[0] = 2, "leaf target id 2 is outside 0..2");
     bad(&|f| f.modes[1] = 6, "1 BRANCH_MEMBER node(s) but membership_values holds 0");

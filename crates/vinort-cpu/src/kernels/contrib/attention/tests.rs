@@ -38,15 +38,15 @@ const S: usize = 3;
 const D: usize = 8;
 const N: i64 = 2;
 
+/// Attention's input, packed QKV weights and bias, as the onnxruntime references were made.
+fn x_w_b() -> [Option<Tensor>; 3] {
+    [seq(&[B, S, D], 7, 6.0), seq(&[D, 3 * D], 5, 10.0), seq(&[3 * D], 3, 20.0)]
+}
+
 #[test]
 fn attention_with_end_start_mask_past_and_causal() {
-    let ins = [
-        seq(&[B, S, D], 7, 6.0),
-        seq(&[D, 3 * D], 5, 10.0),
-        seq(&[3 * D], 3, 20.0),
-        i32s(&[4], &[5, 4, 0, 1]),
-        seq(&[2, B, 2, 2, 4], 11, 6.0),
-    ];
+    let [x, w, b] = x_w_b();
+    let ins = [x, w, b, i32s(&[4], &[5, 4, 0, 1]), seq(&[2, B, 2, 2, 4], 11, 6.0)];
     let attrs = vec![("num_heads", Attr::Int(N)), ("unidirectional", Attr::Int(1)), ("scale", Attr::Float(0.4))];
     let got = check(&ms("Attention", &ins, 2, attrs), &ins, &[ATTN_0, ATTN_1]);
     assert_eq!(got[1].shape(), [2, B, 2, 5, 4]);
@@ -54,14 +54,8 @@ fn attention_with_end_start_mask_past_and_causal() {
 
 #[test]
 fn attention_with_key_lengths_and_per_batch_attention_bias() {
-    let ins = [
-        seq(&[B, S, D], 7, 6.0),
-        seq(&[D, 3 * D], 5, 10.0),
-        seq(&[3 * D], 3, 20.0),
-        i32s(&[2], &[3, 2]),
-        None,
-        seq(&[B, 1, S, S], 13, 4.0),
-    ];
+    let [x, w, b] = x_w_b();
+    let ins = [x, w, b, i32s(&[2], &[3, 2]), None, seq(&[B, 1, S, S], 13, 4.0)];
     check(&ms("Attention", &ins, 1, vec![("num_heads", Attr::Int(N))]), &ins, &[ATTN_BIAS_0]);
 }
 
@@ -173,7 +167,7 @@ fn qattention_u8u8_per_column_scale_and_zero_point() {
 
 #[test]
 fn bad_inputs_are_errors() {
-    let x = [seq(&[B, S, D], 7, 6.0), seq(&[D, 3 * D], 5, 10.0), seq(&[3 * D], 3, 20.0)];
+    let x = x_w_b();
     // num_heads that does not divide the hidden size, or is missing.
     expect_err(ts::run_node(&ms("Attention", &x, 1, vec![("num_heads", Attr::Int(3))]), &x), "multiple of 3 heads");
     expect_err(ts::run_node(&ms("Attention", &x, 1, vec![]), &x), "num_heads");

@@ -17,6 +17,11 @@ struct Case {
 }
 
 impl Case {
+    /// `[n, c, m, group]` over `win`.
+    fn new([n, c, m, group]: [usize; 4], win: Window) -> Case {
+        Case { n, c, m, group, win }
+    }
+
     /// W's shape: `[M, C/group, k...]` for Conv, `[C, M/group, k...]` for ConvTranspose.
     fn w_shape(&self, transpose: bool) -> Vec<usize> {
         let lead = if transpose { [self.c, self.m / self.group] } else { [self.m, self.c / self.group] };
@@ -161,13 +166,7 @@ fn run_conv_case(cs: &Case, seed: u64) {
 
 #[test]
 fn conv_large_cases_hit_threaded_and_fast_paths() {
-    let base = Case {
-        n: 1,
-        c: 48,
-        m: 40,
-        group: 1,
-        win: Window::explicit(&[23, 29], &[3, 3], &[1, 1], &[1, 1], &[1, 1, 1, 1]),
-    };
+    let base = Case::new([1, 48, 40, 1], Window::explicit(&[23, 29], &[3, 3], &[1, 1], &[1, 1], &[1, 1, 1, 1]));
     // One image, one group: parallelism inside gemm.
     run_conv_case(&base, 1);
     // 1x1 stride 1 unpadded: straight to gemm.
@@ -179,13 +178,10 @@ fn conv_large_cases_hit_threaded_and_fast_paths() {
     run_conv_case(&Case { n: 2, c: 33, m: 33, group: 33, win: Window { strides: vec![2, 1], ..base.win.clone() } }, 3);
     // Grouped, batched, 3-D.
     run_conv_case(
-        &Case {
-            n: 3,
-            c: 6,
-            m: 4,
-            group: 2,
-            win: Window::explicit(&[5, 9, 11], &[2, 3, 3], &[1, 2, 1], &[2, 1, 1], &[0, 1, 1, 1, 0, 2]),
-        },
+        &Case::new(
+            [3, 6, 4, 2],
+            Window::explicit(&[5, 9, 11], &[2, 3, 3], &[1, 2, 1], &[2, 1, 1], &[0, 1, 1, 1, 0, 2]),
+        ),
         4,
     );
 }
@@ -353,13 +349,7 @@ fn conv_transpose_spec_example() {
 
 #[test]
 fn conv_transpose_large_and_errors() {
-    let cs = Case {
-        n: 2,
-        c: 24,
-        m: 18,
-        group: 3,
-        win: Window::explicit(&[13, 17], &[3, 4], &[2, 3], &[1, 2], &[1, 0, 2, 1]),
-    };
+    let cs = Case::new([2, 24, 18, 3], Window::explicit(&[13, 17], &[3, 4], &[2, 3], &[1, 2], &[1, 0, 2, 1]));
     let ([x, w, b], inputs) = random_xwb(&cs, 9, true);
     let nd = node("ConvTranspose", 11, 3, 1, cs.attrs(true));
     let got = run1(&nd, &inputs).unwrap();
