@@ -168,6 +168,9 @@ impl Kernel for Conv {
     }
 }
 
+/// X, W and the optional B as slices of the compute type.
+type Slices<'a, T> = (&'a [T], &'a [T], Option<&'a [T]>);
+
 /// A Conv or ConvTranspose's widened operands over its geometry.
 struct Operands<'a> {
     g: &'a Geo3,
@@ -193,7 +196,7 @@ impl Operands<'_> {
     }
 
     /// X, W (`w_len` elements) and B as `T`, checked against the geometry and the output.
-    fn slices<T: Real>(&self, w_len: usize, out_len: usize) -> Result<(&[T], &[T], Option<&[T]>)> {
+    fn slices<T: Real>(&self, w_len: usize, out_len: usize) -> Result<Slices<'_, T>> {
         let (g, [pi, po, _]) = (self.g, self.g.sizes().1);
         let (x, w) = (self.x.as_slice::<T>()?, self.w.as_slice::<T>()?);
         if x.len() != g.n * g.c * pi || w.len() != w_len || out_len != g.n * g.m * po {
