@@ -397,6 +397,11 @@ impl Tensor {
     /// Integer elements widened to i64 (for shape, axes and index inputs).
     pub fn to_i64_vec(&self) -> Result<Vec<i64>> {
         use DType::*;
+        // A small constant read from a file (a Slice's starts, a Reshape's shape) can sit at
+        // any byte offset of the mapping; converting copies anyway, so copy it aligned first.
+        if !self.is_aligned() {
+            return self.to_aligned().to_i64_vec();
+        }
         Ok(match self.dtype {
             I64 => self.to_vec::<i64>()?,
             I32 => self.as_slice::<i32>()?.iter().map(|v| *v as i64).collect(),
@@ -416,6 +421,9 @@ impl Tensor {
     /// Numeric elements converted to f64 (floats and integers; for references and tests).
     pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
         use DType::*;
+        if !self.is_aligned() {
+            return self.to_aligned().to_f64_vec();
+        }
         Ok(match self.dtype {
             F32 => self.as_slice::<f32>()?.iter().map(|v| *v as f64).collect(),
             F64 => self.to_vec::<f64>()?,
@@ -458,6 +466,14 @@ mod tests {
             assert!(matches!(m.as_slice::<f32>(), Err(Error::Misaligned { .. })));
         }
         assert_eq!(m.to_aligned().as_slice::<f32>().unwrap(), &[0.0; 4]);
+        // Converting reads never fail on alignment: a Slice's starts or a Reshape's shape read
+        // from a file sits at any offset.
+        let mut raw = vec![0u8; 17];
+        raw[1..9].copy_from_slice(&(-7i64).to_le_bytes());
+        raw[9..17].copy_from_slice(&3i64.to_le_bytes());
+        let ints = Tensor::from_shared_bytes(DType::I64, &[2], Bytes::from(raw).slice(1..17)).unwrap();
+        assert_eq!(ints.to_i64_vec().unwrap(), [-7, 3]);
+        assert_eq!(ints.to_f64_vec().unwrap(), [-7.0, 3.0]);
     }
 
     #[test]
