@@ -65,6 +65,15 @@ impl InferCtx<'_> {
     pub fn const_ints(&self, i: usize) -> Option<Vec<i64>> {
         self.consts.get(i)?.as_ref()?.to_i64_vec().ok()
     }
+    /// The length of input `i` when it is 1-D with a fixed length: the rank of the shape a
+    /// run-time shape tensor (Reshape's, Expand's) gives, or how many axes a run-time axes
+    /// input names, even when its values are known only at run time.
+    pub fn len_1d(&self, i: usize) -> Option<usize> {
+        match self.shape(i)? {
+            [d] => d.fixed(),
+            _ => None,
+        }
+    }
     /// True when input `i` is given.
     pub fn has(&self, i: usize) -> bool {
         self.node.inputs.get(i).is_some_and(Option::is_some)

@@ -345,7 +345,16 @@ pub(crate) fn reduce(c: &InferCtx<'_>) -> Out {
         if c.has(1) {
             match c.const_ints(1) {
                 Some(a) => Some(a),
-                None => return Ok(vec![tensor(c.dtype(0), None)]),
+                // Run-time axes: with keepdims the rank stays; without, it drops by their count
+                // (an empty list reduces everything, or nothing with noop_with_empty_axes).
+                None => {
+                    let rank = c.shape(0).map(<[Dim]>::len).and_then(|r| match c.len_1d(1) {
+                        _ if keep => Some(r),
+                        Some(k) if k > 0 => r.checked_sub(k),
+                        _ => None,
+                    });
+                    return Ok(vec![tensor(c.dtype(0), rank.map(|r| vec![Dim::Unknown; r]))]);
+                }
             }
         } else {
             None
@@ -373,7 +382,9 @@ pub(crate) fn reduce(c: &InferCtx<'_>) -> Out {
 pub(crate) fn reshape(c: &InferCtx<'_>) -> Out {
     let n = c.node;
     let Some(target) = c.const_ints(1) else {
-        return Ok(vec![tensor(c.dtype(0), None)]);
+        // The target is computed at run time (Shape -> Slice -> Concat chains), but its length
+        // is the output's rank; OpenVINO cannot take a value of unknown rank across a boundary.
+        return Ok(vec![tensor(c.dtype(0), c.len_1d(1).map(|r| vec![Dim::Unknown; r]))]);
     };
     let allowzero = n.attr_or::<i64>("allowzero", 0)? != 0;
     let x = c.shape(0);
@@ -472,7 +483,9 @@ pub(crate) fn squeeze(c: &InferCtx<'_>) -> Out {
     };
     let axes = axes_of(c)?;
     if c.node.opset >= 13 && c.has(1) && axes.is_none() {
-        return Ok(vec![tensor(c.dtype(0), None)]);
+        // Run-time axes: the rank drops by their count (duplicates are invalid).
+        let rank = c.len_1d(1).filter(|k| *k > 0).and_then(|k| x.len().checked_sub(k));
+        return Ok(vec![tensor(c.dtype(0), rank.map(|r| vec![Dim::Unknown; r]))]);
     }
     let out = match axes {
         Some(a) => {
@@ -491,7 +504,9 @@ pub(crate) fn squeeze(c: &InferCtx<'_>) -> Out {
 
 pub(crate) fn unsqueeze(c: &InferCtx<'_>) -> Out {
     let (Some(x), Some(axes)) = (c.shape(0), axes_of(c)?) else {
-        return Ok(vec![tensor(c.dtype(0), None)]);
+        // Run-time axes: the rank grows by their count.
+        let rank = c.shape(0).zip(c.len_1d(1).filter(|_| c.node.opset >= 13)).map(|(x, k)| x.len() + k);
+        return Ok(vec![tensor(c.dtype(0), rank.map(|r| vec![Dim::Unknown; r]))]);
     };
     let r = x.len() + axes.len();
     let mut a: Vec<usize> = axes.iter().map(|v| norm_axis(c.node, *v, r)).collect::<Result<_>>()?;
@@ -501,6 +516,52 @@ pub(crate) fn unsqueeze(c: &InferCtx<'_>) -> Out {
         .map(|i| if a.contains(&i) { Some(Dim::Fixed(1)) } else { it.next().cloned() })
         .collect::<Option<Vec<_>>>();
     Ok(vec![tensor(c.dtype(0), out)])
+}
+
+/// Slice: a sliced axis of known extent takes the spec's length when starts, ends, axes and
+/// steps are known before run time (attributes before opset 10, constant inputs after); other
+/// axes keep their dims. `Shape -> Slice -> Concat -> Reshape` chains need this to keep the
+/// Reshape's rank when the batch is dynamic.
+pub(crate) fn slice(c: &InferCtx<'_>) -> Out {
+    let n = c.node;
+    let Some(x) = c.shape(0) else {
+        return Ok(vec![tensor(c.dtype(0), None)]);
+    };
+    let given = if n.opset >= 10 {
+        // An omitted optional input is known (its default); a present one must be constant.
+        let opt = |i: usize| if c.has(i) { c.const_ints(i).map(Some) } else { Some(None) };
+        match (c.const_ints(1), c.const_ints(2), opt(3), opt(4)) {
+            (Some(s), Some(e), Some(a), Some(st)) => Some((s, e, a, st)),
+            _ => None,
+        }
+    } else {
+        Some((n.req_attr::<Vec<i64>>("starts")?, n.req_attr::<Vec<i64>>("ends")?, n.attr::<Vec<i64>>("axes")?, None))
+    };
+    let Some((starts, ends, axes, steps)) = given else {
+        return Ok(vec![tensor(c.dtype(0), Some(vec![Dim::Unknown; x.len()]))]);
+    };
+    let k = starts.len();
+    let axes = axes.unwrap_or_else(|| (0..k as i64).collect());
+    let steps = steps.unwrap_or_else(|| vec![1; k]);
+    if ends.len() != k || axes.len() != k || steps.len() != k {
+        return Err(n.error(format!(
+            "starts, ends, axes and steps differ in length ({k}, {}, {}, {})",
+            ends.len(),
+            axes.len(),
+            steps.len()
+        )));
+    }
+    let mut out = x.to_vec();
+    for i in 0..k {
+        let a = norm_axis(n, axes[i], x.len())?;
+        out[a] = match x[a].fixed() {
+            Some(d) => Dim::Fixed(
+                crate::ops::slice_range(starts[i], ends[i], steps[i], d).map_err(|e| n.error(e.to_string()))?.1,
+            ),
+            None => Dim::Unknown,
+        };
+    }
+    Ok(vec![tensor(c.dtype(0), Some(out))])
 }
 
 pub(crate) fn shape_range(n: &Node, rank: usize) -> Result<(usize, usize)> {
@@ -547,7 +608,9 @@ pub(crate) fn constant_of_shape(c: &InferCtx<'_>) -> Out {
 
 pub(crate) fn expand(c: &InferCtx<'_>) -> Out {
     let (Some(x), Some(s)) = (c.shape(0), c.const_ints(1)) else {
-        return Ok(vec![tensor(c.dtype(0), None)]);
+        // A run-time shape of known length: the output has the larger of the two ranks.
+        let rank = c.shape(0).zip(c.len_1d(1)).map(|(x, k)| x.len().max(k));
+        return Ok(vec![tensor(c.dtype(0), rank.map(|r| vec![Dim::Unknown; r]))]);
     };
     let target: Vec<Dim> = s.iter().map(|v| Dim::Fixed((*v).max(0) as usize)).collect();
     Ok(vec![tensor(c.dtype(0), Some(broadcast_dims(x, &target)?))])
@@ -581,5 +644,99 @@ mod tests {
         assert_eq!(broadcast_dims(&a, &b).unwrap(), vec![Dim::Fixed(2), Dim::Symbol("s".into()), Dim::Fixed(4)]);
         assert!(broadcast_dims(&fixed(&[3]), &fixed(&[4])).is_err());
         assert_eq!(broadcast_dims(&fixed(&[0]), &fixed(&[1])).unwrap(), fixed(&[0]));
+    }
+
+    /// Runs `rule` for an `op` node whose inputs have these types and no constant values
+    /// (run-time shapes and axes), with `attrs`.
+    fn run_time(
+        op: &str,
+        opset: i64,
+        rule: super::super::Rule,
+        inputs: Vec<ValueType>,
+        attrs: Vec<(String, Attr)>,
+    ) -> ValueType {
+        let node = Node {
+            name: "n".into(),
+            op_type: op.into(),
+            domain: String::new(),
+            opset,
+            inputs: (0..inputs.len() as u32).map(|i| Some(crate::graph::ValueId(i))).collect(),
+            outputs: vec![],
+            implicit_inputs: vec![],
+            attrs,
+            proto: None,
+        };
+        let consts = vec![None; inputs.len()];
+        let c = InferCtx { node: &node, inputs, consts };
+        rule(&c).expect("rule").remove(0)
+    }
+
+    #[test]
+    fn run_time_shapes_and_axes_of_known_length_keep_the_rank() {
+        let f = |dims: &[Dim]| ValueType::Tensor(DType::F32, Some(dims.to_vec()));
+        let ints = |k: usize| ValueType::Tensor(DType::I64, Some(vec![Dim::Fixed(k)]));
+        let unknown = |r: usize| f(&vec![Dim::Unknown; r]);
+        let x = f(&fixed(&[2, 3, 4]));
+        let keepdims = |k: i64| vec![("keepdims".to_string(), Attr::Int(k))];
+        assert_eq!(run_time("Reshape", 14, reshape, vec![x.clone(), ints(2)], vec![]), unknown(2));
+        assert_eq!(run_time("Expand", 13, expand, vec![x.clone(), ints(4)], vec![]), unknown(4));
+        assert_eq!(run_time("Expand", 13, expand, vec![x.clone(), ints(1)], vec![]), unknown(3));
+        assert_eq!(run_time("Unsqueeze", 13, unsqueeze, vec![x.clone(), ints(2)], vec![]), unknown(5));
+        assert_eq!(run_time("Squeeze", 13, squeeze, vec![x.clone(), ints(1)], vec![]), unknown(2));
+        assert_eq!(run_time("ReduceSum", 13, reduce, vec![x.clone(), ints(2)], keepdims(1)), unknown(3));
+        assert_eq!(run_time("ReduceSum", 13, reduce, vec![x.clone(), ints(2)], keepdims(0)), unknown(1));
+        // What the length does not decide stays open: an axes list that may be empty (reduce
+        // everything) and a shape input of unknown length.
+        let open = ValueType::Tensor(DType::F32, None);
+        assert_eq!(run_time("ReduceSum", 13, reduce, vec![x.clone(), ints(0)], keepdims(0)), open);
+        let any_len = ValueType::Tensor(DType::I64, Some(vec![Dim::Unknown]));
+        assert_eq!(run_time("Reshape", 14, reshape, vec![x.clone(), any_len.clone()], vec![]), open);
+        assert_eq!(run_time("Expand", 13, expand, vec![x, any_len], vec![]), open);
+    }
+
+    #[test]
+    fn slice_of_a_dynamic_shape_keeps_its_length() {
+        let consts = |v: &[i64]| Some(Tensor::from_slice(&[v.len()], v).unwrap());
+        let ints = |k: usize| ValueType::Tensor(DType::I64, Some(vec![Dim::Fixed(k)]));
+        let node = |opset: i64| Node {
+            name: "s".into(),
+            op_type: "Slice".into(),
+            domain: String::new(),
+            opset,
+            inputs: (0..5).map(|i| Some(crate::graph::ValueId(i))).collect(),
+            outputs: vec![],
+            implicit_inputs: vec![],
+            attrs: vec![],
+            proto: None,
+        };
+        let n = node(13);
+        // Shape of a [?, 3, ?, ?] tensor, sliced [1:3] and [-1:] and backwards [3:0:-2].
+        let run = |starts: &[i64], ends: &[i64], steps: &[i64]| {
+            let inputs = vec![ints(4), ints(1), ints(1), ints(1), ints(1)];
+            let c = InferCtx {
+                node: &n,
+                inputs,
+                consts: vec![None, consts(starts), consts(ends), consts(&[0]), consts(steps)],
+            };
+            slice(&c).unwrap().remove(0)
+        };
+        assert_eq!(run(&[1], &[3], &[1]), ints(2));
+        assert_eq!(run(&[-1], &[i64::MAX], &[1]), ints(1));
+        assert_eq!(run(&[3], &[0], &[-2]), ints(2));
+        assert_eq!(run(&[5], &[9], &[1]), ints(0));
+        // Run-time starts: the axis is open, the rank stays.
+        let c = InferCtx { node: &n, inputs: vec![ints(4), ints(1), ints(1)], consts: vec![None, None, consts(&[3])] };
+        assert_eq!(slice(&c).unwrap().remove(0), ValueType::Tensor(DType::I64, Some(vec![Dim::Unknown])));
+        // A dim of unknown extent stays unknown; the others keep theirs.
+        let x = ValueType::Tensor(DType::F32, Some(vec![Dim::Unknown, Dim::Fixed(10)]));
+        let c = InferCtx {
+            node: &n,
+            inputs: vec![x, ints(2), ints(2), ints(2), ints(2)],
+            consts: vec![None, consts(&[0, 2]), consts(&[1, 7]), consts(&[0, 1]), consts(&[1, 1])],
+        };
+        assert_eq!(
+            slice(&c).unwrap().remove(0),
+            ValueType::Tensor(DType::F32, Some(vec![Dim::Unknown, Dim::Fixed(5)]))
+        );
     }
 }

@@ -23,6 +23,33 @@
 mod table;
 pub mod window;
 
+use crate::error::{Error, Result};
+
+/// The effective `(start, len)` of one sliced axis of extent `dim`, clamped as the
+/// [Slice](https://onnx.ai/onnx/operators/onnx__Slice.html) spec says: starts to `[0, dim]`
+/// (`[0, dim-1]` stepping backwards), ends to `[0, dim]` (`[-1, dim-1]`). Shape inference and
+/// the Cpu kernel both use it.
+pub fn slice_range(start: i64, end: i64, step: i64, dim: usize) -> Result<(usize, usize)> {
+    if step == 0 {
+        return Err(Error::invalid("Slice steps must not be 0"));
+    }
+    let d = dim as i128;
+    let (start, end, step) = (start as i128, end as i128, step as i128);
+    let start = if start < 0 { start + d } else { start };
+    let end = if end < 0 { end + d } else { end };
+    let (s, n) = if step > 0 {
+        let (s, e) = (start.clamp(0, d), end.clamp(0, d));
+        (s, if e > s { (e - s + step - 1) / step } else { 0 })
+    } else {
+        if dim == 0 {
+            return Ok((0, 0));
+        }
+        let (s, e) = (start.clamp(0, d - 1), end.clamp(-1, d - 1));
+        (s, if s > e { (s - e - step - 1) / -step } else { 0 })
+    };
+    Ok((s as usize, n as usize))
+}
+
 use std::collections::HashMap;
 use std::sync::OnceLock;
 

@@ -223,7 +223,7 @@ pub(super) const SPECS: &[OpSpec] = &[
     op("Sin", 7, Some(rules::same_as_first), ELEMENTWISE),
     op("Sinh", 9, Some(rules::same_as_first), ELEMENTWISE),
     op("Size", 1, Some(rules::size), PLUMBING),
-    op("Slice", 1, Some(rules::same_rank), PLUMBING),
+    op("Slice", 1, Some(rules::slice), PLUMBING),
     op("Softmax", 1, Some(rules::same_as_first), NONE),
     op("SoftmaxCrossEntropyLoss", 12, Some(nn::softmax_cross_entropy_loss), NONE),
     op("Softplus", 1, Some(rules::same_as_first), ELEMENTWISE),

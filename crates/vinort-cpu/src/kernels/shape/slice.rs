@@ -7,6 +7,7 @@
 //! [Pad](https://onnx.ai/onnx/operators/onnx__Pad.html) 1– (attributes before 11, inputs from
 //! 11, `axes` from 18; constant, reflect, edge and wrap modes; negative pads crop).
 
+use vinort_ir::ops::slice_range;
 use vinort_ir::{Error, Result, Tensor, Value};
 
 use super::copy::{Step, Strided, broadcast_scalar, checked_numel, dense_strides, run_plan};
@@ -19,29 +20,6 @@ pub(super) fn register(r: &mut Registry) {
     r.op("", "Concat", concat);
     r.op("", "Split", split);
     r.op("", "Pad", pad);
-}
-
-/// The effective `(start, len)` of one sliced axis of extent `dim`, clamped as the spec says:
-/// starts to `[0, dim]` (`[0, dim-1]` stepping backwards), ends to `[0, dim]` (`[-1, dim-1]`).
-pub(super) fn slice_range(start: i64, end: i64, step: i64, dim: usize) -> Result<(usize, usize)> {
-    if step == 0 {
-        return Err(Error::invalid("Slice steps must not be 0"));
-    }
-    let d = dim as i128;
-    let (start, end, step) = (start as i128, end as i128, step as i128);
-    let start = if start < 0 { start + d } else { start };
-    let end = if end < 0 { end + d } else { end };
-    let (s, n) = if step > 0 {
-        let (s, e) = (start.clamp(0, d), end.clamp(0, d));
-        (s, if e > s { (e - s + step - 1) / step } else { 0 })
-    } else {
-        if dim == 0 {
-            return Ok((0, 0));
-        }
-        let (s, e) = (start.clamp(0, d - 1), end.clamp(-1, d - 1));
-        (s, if s > e { (s - e - step - 1) / -step } else { 0 })
-    };
-    Ok((s as usize, n as usize))
 }
 
 pub(super) fn slice_tensor(
