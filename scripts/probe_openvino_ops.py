@@ -194,7 +194,9 @@ UNARY = {  # op: (value kind, attributes)
     "Elu": ("any", {"alpha": 0.5}), "Celu": ("any", {"alpha": 0.5}), "Selu": ("any", {}),
     "HardSigmoid": ("any", {}), "LeakyRelu": ("any", {"alpha": 0.1}), "ThresholdedRelu": ("any", {"alpha": 1.0}),
     "Shrink": ("any", {"lambd": 0.5, "bias": 0.25}), "Mish": ("any", {}), "HardSwish": ("any", {}),
-    "Softmax": ("any", {"axis": 1}), "LogSoftmax": ("any", {"axis": 1}), "Hardmax": ("any", {"axis": -1}),
+    # Softmax on the last axis: opsets 11-12 flatten from `axis` on, which OpenVINO gets wrong;
+    # that attribute case is a semantics rule (crates/vinort-openvino/src/semantics/mod.rs).
+    "Softmax": ("any", {"axis": -1}), "LogSoftmax": ("any", {"axis": 1}), "Hardmax": ("any", {"axis": -1}),
     "Dropout": ("any", {}), "Flatten": ("any", {"axis": 1}),
 }
 
