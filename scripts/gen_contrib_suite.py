@@ -94,7 +94,7 @@ OPS = [
     ("QAttention", MS), ("QEmbedLayerNormalization", MS), ("QGemm", MS), ("QLinearAdd", MS),
     ("QLinearMul", MS), ("QLinearConcat", MS), ("QLinearGlobalAveragePool", MS),
     ("QLinearAveragePool", MS), ("QLinearSigmoid", MS), ("QLinearLeakyRelu", MS),
-    ("QLinearSoftmax", MS), ("QLinearConv", MS), ("QuantizeLinear", MS), ("DequantizeLinear", MS),
+    ("QLinearSoftmax", MS), ("QLinearWhere", MS), ("QLinearConv", MS), ("QuantizeLinear", MS), ("DequantizeLinear", MS),
     ("DynamicQuantizeLSTM", MS),
 ]
 NO_CPU_KERNEL = "ONNX Runtime CPU has no kernel: no reference"
@@ -786,6 +786,29 @@ def qlinear_unary_cases():
     return out
 
 
+def qlinear_where_cases():
+    """QLinearWhere (quantize_static QOperator writes it for Where with ForceQuantizeNoInputCheck):
+    X and Y requantized to Z's scale and zero point, chosen by a broadcast condition."""
+    import numpy as np
+
+    out = []
+    for variant, dt, shapes, same in [("u8", np.uint8, ((2, 3, 4), (2, 3, 4), (2, 3, 4)), False),
+                                      ("u8_same_params", np.uint8, ((3, 5), (3, 5), (3, 5)), True),
+                                      ("s8", np.int8, ((2, 3, 4), (2, 3, 4), (2, 3, 4)), False),
+                                      ("s8_broadcast", np.int8, ((2, 1, 4), (3, 1), (1, 3, 4)), False)]:
+        name = f"QLinearWhere_{variant}"
+        r = rng(name)
+        z = 128 if dt == np.uint8 else 0
+        x_p, y_p = ((0.05, z), (0.05, z)) if same else ((0.05, z + 3), (0.02, z - 10))
+        ops = [("condition", r.random(shapes[0]) > 0.5),
+               ("X", qrand(r, dt, *shapes[1])), ("X_scale", Init(scalar(x_p[0]))), ("X_zero_point", Init(np.array(x_p[1], dt))),
+               ("Y", qrand(r, dt, *shapes[2])), ("Y_scale", Init(scalar(y_p[0]))), ("Y_zero_point", Init(np.array(y_p[1], dt))),
+               ("Z_scale", Init(scalar(0.05 if same else 0.03))),
+               ("Z_zero_point", Init(np.array(z + (0 if same or variant == "s8_broadcast" else 7), dt)))]
+        out.append(single(name, "QLinearWhere", ops, [("Z", elem(np.zeros(0, dt)))], tol=QSTEP))
+    return out
+
+
 def qlinear_softmax_cases():
     import numpy as np
 
@@ -1063,7 +1086,7 @@ BUILDERS = [
     rotary_cases, gqa_cases, fused_matmul_cases, fused_conv_cases, fused_gemm_cases, matmul_nbits_cases,
     dynamic_quantize_matmul_cases, matmul_integer_to_float_cases, qattention_cases, qembed_layer_norm_cases,
     qgemm_cases, lambda: qlinear_binary_cases("QLinearAdd"), lambda: qlinear_binary_cases("QLinearMul"),
-    qlinear_concat_cases, qlinear_pool_cases, qlinear_unary_cases, qlinear_softmax_cases, qlinear_conv_cases,
+    qlinear_concat_cases, qlinear_pool_cases, qlinear_unary_cases, qlinear_softmax_cases, qlinear_where_cases, qlinear_conv_cases,
     quantize_linear_cases, dynamic_quantize_lstm_cases, graph_cases,
 ]
 

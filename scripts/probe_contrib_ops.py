@@ -62,7 +62,7 @@ CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": 
 
 # Which input carries the row's element type, when it is not input 0 (written as key_input
 # lines qualified by the domain).
-KEY_INPUT = {"QLinearConcat": "2"}
+KEY_INPUT = {"QLinearConcat": "2", "QLinearWhere": "1"}
 
 SEVERITY = {"supported": 0, "unsupported": 1, "wrong_result": 2}
 
@@ -200,7 +200,7 @@ def fold(results):
         bad = [x for x in rest if SEVERITY[x[1]] == worst]
         verdict = bad[0][1]
         if verdict == "supported":
-            reason = f"matches onnxruntime ({len(rest)} variant{"s" if len(rest) > 1 else ""})"
+            reason = f"matches onnxruntime ({len(rest)} variant{'s' if len(rest) > 1 else ''})"
         else:
             reason = f"[{','.join(x[0] for x in bad)}] {bad[0][2]}"
             fine = [x[0] for x in rest if x[1] == "supported"]

@@ -177,6 +177,16 @@ pub(crate) fn qlinear_binary(c: &InferCtx<'_>) -> Out {
     Ok(vec![tensor(c.dtype(0), shape)])
 }
 
+/// QLinearWhere: numpy broadcast of the condition (0), X (1) and Y (4), X's type.
+pub(crate) fn qlinear_where(c: &InferCtx<'_>) -> Out {
+    let broadcast = |a: &[Dim], b: &[Dim]| super::rules::broadcast_dims(a, b).map_err(|e| c.node.error(e.to_string()));
+    let shape = match (c.shape(0), c.shape(1), c.shape(4)) {
+        (Some(k), Some(x), Some(y)) => Some(broadcast(&broadcast(k, x)?, y)?),
+        _ => None,
+    };
+    Ok(vec![tensor(c.dtype(1), shape)])
+}
+
 /// QLinearConcat: Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) triplets joined along
 /// `axis`; Y_zero_point's type (X's when it is not known).
 pub(crate) fn qlinear_concat(c: &InferCtx<'_>) -> Out {

@@ -307,6 +307,7 @@ pub(super) const SPECS: &[OpSpec] = &[
     ms("QLinearMul", 1, Some(quant::qlinear_binary), ELEMENTWISE),
     ms("QLinearSigmoid", 1, Some(rules::same_as_first), ELEMENTWISE),
     ms("QLinearSoftmax", 1, Some(rules::same_as_first), NONE),
+    ms("QLinearWhere", 1, Some(quant::qlinear_where), NONE),
     // com.microsoft transformer fusions (vinort-cpu kernels/contrib)
     ms("BiasAdd", 1, Some(rules::same_as_first), NONE),
     ms("BiasGelu", 1, Some(rules::same_as_first), NONE),

@@ -10,7 +10,8 @@
 //!    OpenVINO computes something other than ONNX;
 //! 3. **slow** ([`crate::slow`]): measured slow paths the Cpu provider beats by far;
 //! 4. **table** ([`crate::rules`]): the measured (op, opset, element type) table; claims or
-//!    refuses what was measured, passes what was not;
+//!    refuses what was measured, passes what was not (but refuses an unmeasured
+//!    com.microsoft op: see [`table`]);
 //! 5. **probe** ([`crate::probe`]): compiles the node alone and remembers the verdict.
 //!
 //! Static inference types every value of a model built from the ops vinort knows, so an input
@@ -155,6 +156,19 @@ fn table(q: &Query) -> Answer {
         rules::Verdict::Supported { .. } => Answer::Claim,
         rules::Verdict::Refused { reason, firm: true } => Answer::Refuse(reason),
         rules::Verdict::Refused { reason, firm: false } => Answer::Soft(reason),
+        // ONNX Runtime's contrib ops have no ONNX reference semantics for OpenVINO's frontend
+        // to follow, and a conversion nobody compared with onnxruntime is a guess: QLinearWhere
+        // converts and compiles, and came out wrong by up to 252 quantization steps. So a
+        // contrib op the table has no row for at all is refused outright, not left to a
+        // whole-model compile. (An unmeasured element type of a measured op passes, as for
+        // ONNX's ops: float16 Attention runs whole and right in the fused-BERT corpus models.)
+        rules::Verdict::Unknown if n.domain == "com.microsoft" && !rules::measures(&n.domain, &n.op_type) => {
+            Answer::Refuse(format!(
+                "OpenVINO {MEASURED}'s conversion of com.microsoft::{} was never compared with onnxruntime \
+                 (scripts/probe_contrib_ops.py has no case for it)",
+                n.op_type
+            ))
+        }
         rules::Verdict::Unknown => Answer::Pass,
     }
 }
@@ -297,6 +311,33 @@ mod tests {
         let refused = |_| probe::Verdict::Refused("no conversion rule".into());
         assert_eq!(ask(&unmeasured, &refused), Some("probe: no conversion rule".into()));
         assert_eq!(ask(&unmeasured, &|_| probe::Verdict::Ok), None);
+    }
+
+    /// A com.microsoft op the table never measured is refused before a whole-model compile
+    /// (its conversion is a guess); a measured one's unmeasured element type is not.
+    #[test]
+    fn capability_refuses_unmeasured_contrib_ops_firmly() {
+        use crate::semantics::tests::{node_model, vi};
+        let contrib = |op: &str, inputs: &[vinort_ir::proto::onnx::ValueInfoProto], names: &[&str]| {
+            node_model(("com.microsoft", op), &[("", 17), ("com.microsoft", 1)], inputs, vec![], names, &["y"], vec![])
+        };
+        let firm = |m: &Model| {
+            firm_refusal(
+                &layers(),
+                &Query { model: m, ix: m.graph.topo_order()[0], device: "CPU", probe: &|_| panic!("probed") },
+            )
+        };
+        let trilu = contrib("Trilu", &[vi("x", 1, &[3, 3])], &["x"]);
+        let why = firm(&trilu);
+        assert!(
+            why.as_deref().is_some_and(|w| w.contains("com.microsoft::Trilu") && w.contains("never compared")),
+            "{why:?}"
+        );
+        // QuickGelu is measured for float; float16 was not, and is left to the whole compile.
+        assert_eq!(firm(&contrib("QuickGelu", &[vi("x", 10, &[4])], &["x"])), None);
+        assert_eq!(firm(&contrib("QuickGelu", &[vi("x", 1, &[4])], &["x"])), None);
+        // The same op name in the default domain is ONNX's, not a contrib guess.
+        assert!(rules::measures("com.microsoft", "QuickGelu") && !rules::measures("com.microsoft", "Trilu"));
     }
 
     /// A node reading a value no type rule covers (the output of an unknown custom op) is

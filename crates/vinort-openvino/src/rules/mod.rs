@@ -190,6 +190,11 @@ impl RuleTable {
         ops
     }
 
+    /// True when the table has a row for `op` in `domain`, for any opset or element type.
+    pub fn measures(&self, domain: &str, op: &str) -> bool {
+        self.rules.contains_key(&(normalize_domain(domain).to_string(), op.to_string()))
+    }
+
     /// All rules, in no particular order.
     pub fn rules(&self) -> impl Iterator<Item = &Rule> {
         self.rules.values().flatten()
@@ -331,6 +336,11 @@ pub fn lookup(domain: &str, op: &str, opset: i64, device: &str, dtypes: &[Option
 /// The OpenVINO release the embedded table was measured on (`"unknown"` if the table is malformed).
 pub fn table_version() -> &'static str {
     table().map_or("unknown", |t| t.version())
+}
+
+/// True when the embedded table has a row for `op` in `domain` (any opset, any element type).
+pub fn measures(domain: &str, op: &str) -> bool {
+    table().is_some_and(|t| t.measures(domain, op))
 }
 
 /// The op types (default domain) the embedded table has rules for, sorted.

@@ -13,6 +13,10 @@
 //! - QLinearConcat (here): `Y_scale, Y_zero_point`, then `(X, X_scale, X_zero_point)` triplets;
 //!   `axis` (negative counts from the back). An input with the output's scale and zero point
 //!   is copied; any other is requantized through a 256-entry table as ONNX Runtime does.
+//! - QLinearWhere (here): `condition, X, X_scale, X_zero_point, Y, Y_scale, Y_zero_point,
+//!   Z_scale, Z_zero_point`; X and Y are requantized to Z's scale and zero point through
+//!   256-entry tables (copied when their parameters equal Z's, as ONNX Runtime does), then
+//!   chosen by the broadcast condition; u8 and i8.
 //! - com.microsoft QLinearConv (here): the ONNX QLinearConv kernel ([`crate::kernels::quant::qconv`]),
 //!   with `channels_last` taking and giving NHWC tensors (weights stay `M × C/group × k…`).
 //! - com.microsoft QuantizeLinear, DequantizeLinear (here): the ONNX kernels ([`qdq`]).
@@ -29,6 +33,7 @@ use vinort_ir::tensor::numel;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernels::elementwise::binary::where_t;
 use crate::kernels::elementwise::broadcast::{Broadcast, binary_slices};
 use crate::kernels::quant::qconv::{ConvAttrs, parse_conv, qlinear_conv};
 use crate::kernels::quant::{int_range, load_i32, store_int};
@@ -40,6 +45,7 @@ pub(crate) fn register(r: &mut Registry) {
     r.op("com.microsoft", "QLinearMul", |i| binary_factory(i, Binary::Mul));
     r.op("com.microsoft", "QLinearConcat", concat_factory);
     r.op("com.microsoft", "QLinearConv", conv_factory);
+    r.op("com.microsoft", "QLinearWhere", where_factory);
 }
 
 /// The 8-bit quantized element types.
@@ -247,5 +253,47 @@ impl Kernel for Conv {
         ins[0] = Some(&nchw);
         let y = qlinear_conv(&self.attrs, &ins)?;
         Ok(vec![transpose_tensor(&y, Some(&nhwc_perm(y.rank(), false)))?.into()])
+    }
+}
+
+struct QWhere;
+
+fn where_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    for i in [1, 3, 4, 6, 8] {
+        if let Some(d) = info.input_dtype(i) {
+            qrange(d, &Q8, &format!("input {i}")).map_err(|e| info.node.error(e.to_string()))?;
+        }
+    }
+    Ok(Box::new(QWhere))
+}
+
+impl Kernel for QWhere {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let c = tensor_in(inputs, 0)?;
+        if c.dtype() != DType::Bool {
+            return Err(Error::invalid(format!("condition must be bool, got {}", c.dtype())));
+        }
+        let (x, y) = (tensor_in(inputs, 1)?, tensor_in(inputs, 4)?);
+        let d = x.dtype();
+        let range = qrange(d, &Q8, "X")?;
+        if y.dtype() != d {
+            return Err(Error::invalid(format!("Y has type {}, X {d}", y.dtype())));
+        }
+        let z = (scale(tensor_in(inputs, 7)?, "Z_scale")?, zero_point(opt_tensor_in(inputs, 8)?, d, "Z_zero_point")?);
+        // X or Y in Z's parameters: the same values, or each of the 256 through a table.
+        let to_z = |t: &Tensor, at: usize, what: &str| -> Result<Tensor> {
+            let s = scale(tensor_in(inputs, at)?, &format!("{what}_scale"))?;
+            let zp = zero_point(opt_tensor_in(inputs, at + 1)?, d, &format!("{what}_zero_point"))?;
+            if (s, zp) == z {
+                return Ok(t.clone());
+            }
+            apply_table(t, range.0, &lookup_table(range, (s, zp), z, range, |v| v), d)
+        };
+        let (xz, yz) = (to_z(x, 2, "X")?, to_z(y, 5, "Y")?);
+        let out = match d {
+            DType::U8 => where_t::<u8>(c, &xz, &yz)?,
+            _ => where_t::<i8>(c, &xz, &yz)?,
+        };
+        Ok(vec![out.into()])
     }
 }

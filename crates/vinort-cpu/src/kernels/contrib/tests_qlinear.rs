@@ -50,7 +50,7 @@ fn run(op: &str, inputs: &[Option<Tensor>], attrs: Vec<(&str, Attr)>) -> vinort_
 fn check(op: &str, inputs: &[Option<Tensor>], attrs: Vec<(&str, Attr)>, (shape, want): (&[usize], &[i32]), steps: i32) {
     let y = run(op, inputs, attrs).unwrap_or_else(|e| panic!("{op}: {e}"));
     assert_eq!(y.shape(), shape, "{op}: shape");
-    let d = inputs.iter().flatten().next().map(Tensor::dtype);
+    let d = inputs.iter().flatten().map(Tensor::dtype).find(|d| *d != DType::Bool);
     assert!(d == Some(y.dtype()) || op == "QLinearConcat", "{op}: type {}", y.dtype());
     let got: Vec<i32> = y.to_f64_vec().unwrap().into_iter().map(|v| v as i32).collect();
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
@@ -224,4 +224,34 @@ fn malformed_inputs_are_errors() {
     // A conv zero point of another type than its data.
     let ins = [qu(&[1, 1, 3, 3], 5), s(0.1), zi(1), qi(&[1, 1, 2, 2], 3), s(0.1), zi(0), s(0.1), zu(1)];
     expect_err(run("QLinearConv", &ins, vec![]), "zero point");
+}
+
+/// `(i·7 + 3) mod 5 < 2`, as on the Python side.
+fn cond(shape: &[usize]) -> Option<Tensor> {
+    let v: Vec<bool> = (0..shape.iter().product::<usize>()).map(|i| (i * 7 + 3) % 5 < 2).collect();
+    Some(tensor_of(shape, &v))
+}
+
+#[test]
+fn qlinear_where_requantizes_both_branches_to_z() {
+    let sh = [2, 3, 4];
+    let u8s = [cond(&sh), qu(&sh, 5), s(0.05), zu(128), qu(&sh, 11), s(0.02), zu(100), s(0.03), zu(120)];
+    check("QLinearWhere", &u8s, vec![], WHERE_U8, 0);
+    // Parameters equal to Z's: the values are taken as they are.
+    let sh = [2, 3];
+    let same = [cond(&sh), qu(&sh, 5), s(0.05), zu(128), qu(&sh, 11), s(0.05), zu(128), s(0.05), zu(128)];
+    check("QLinearWhere", &same, vec![], WHERE_U8_SAME, 0);
+    // Three-way broadcasting, int8.
+    let i8s = [cond(&[2, 1, 4]), qi(&[3, 1], 9), s(0.05), zi(3), qi(&[1, 3, 4], 13), s(0.02), zi(-10), s(0.03), zi(0)];
+    check("QLinearWhere", &i8s, vec![], WHERE_I8_BROADCAST, 0);
+    // A float condition, mixed X/Y types and shapes that do not broadcast are errors.
+    let mut bad = i8s.clone();
+    bad[0] = s(1.0);
+    expect_err(run("QLinearWhere", &bad, vec![]), "condition");
+    let mut bad = i8s.clone();
+    bad[4] = qu(&[1, 3, 4], 13);
+    expect_err(run("QLinearWhere", &bad, vec![]), "type");
+    let mut bad = i8s;
+    bad[1] = qi(&[3, 2], 9);
+    assert!(run("QLinearWhere", &bad, vec![]).is_err());
 }

@@ -449,7 +449,8 @@ pub(crate) fn variadic_factory(info: &NodeInfo<'_>, op: Variadic) -> Result<Box<
 
 struct Where;
 
-fn where_t<T: Elem>(c: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
+/// ONNX Where of same-typed `x` and `y` (QLinearWhere picks its requantized branches with it).
+pub(crate) fn where_t<T: Elem>(c: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
     let bc = Broadcast::new([c.shape(), x.shape(), y.shape()])?;
     let (x, y) = (x.to_aligned(), y.to_aligned());
     let (cs, xs, ys) = (c.as_slice::<bool>()?, x.as_slice::<T>()?, y.as_slice::<T>()?);

@@ -12,7 +12,7 @@ pub mod broadcast;
 pub mod cast;
 pub mod num;
 
-mod binary;
+pub(crate) mod binary;
 mod unary;
 
 #[cfg(test)]
