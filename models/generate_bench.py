@@ -32,6 +32,11 @@ generating all of them.
     bert_base            BERT-base encoder, 12 layers, hidden 768, seq 128 (opset 17)
     bert_mini            BERT-mini encoder, 4 layers, hidden 256, seq 128  (opset 17)
     partition_cnn_bench  ResNet-18 with one DeformConv in stage 2          (opset 19)
+    bert_mini_fused      (only when named) BERT-mini as torch.onnx exports it, fused by
+                         onnxruntime.transformers' optimizer (Attention,
+                         EmbedLayerNormalization, SkipLayerNormalization, BiasGelu);
+                         bert_mini_fused_fp16 and bert_mini_fused_matmul4bits are it
+                         after convert_float_to_float16 and MatMulNBitsQuantizer
     segnet_bench         SegNet-style encoder-decoder, 3 MaxPool/MaxUnpool pairs,
                          1x3x224x224 -> logits 1x12x112x112                (opset 17)
 
@@ -73,6 +78,9 @@ from generate import OPSET, SEED, GraphBuilder, f32, finish_model, i64  # noqa: 
 
 # scripts/gen-bench-models reads this line (keep it one line, names separated by spaces).
 BENCH_MODELS = "mobilenetv2 mobilenetv2_qdq resnet50 bert_base bert_mini partition_cnn_bench segnet_bench"
+# Benchmark-size models made by ONNX Runtime's tools (scripts/perf-tool-models); written only
+# when named, not part of the default set. One line, as above.
+TOOL_MODELS = "bert_mini_fused bert_mini_fused_fp16 bert_mini_fused_matmul4bits"
 
 PRODUCER = "vinort models/generate_bench.py"
 DEFORM_OPSET = 19  # DeformConv exists from opset 19
@@ -513,6 +521,31 @@ def build_mobilenetv2_qdq(rng):
     return gen_corpus.quantize_static_qdq(model, "mobilenetv2_qdq", True, QuantType.QUInt8), feeds
 
 
+def build_bert_mini_fused(rng, form=None):
+    """bert_mini's shape in the form users hand to ONNX Runtime's tools (torch.onnx's position
+    ids and mask), through optimize_model(bert) and then `form` (scripts/gen_corpus.py's
+    to_float16 or quantize_4bit; the corpus applies the same tools to a 2-layer BERT)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import gen_corpus
+
+    model, feeds = build_bert(rng, "bert_mini_fused", layers=4, hidden=256, heads=4, ffn=1024, torch_export=True)
+    fused = gen_corpus.optimize_transformer(model, "bert", num_heads=4, hidden_size=256)
+    return (form(fused) if form else fused), feeds
+
+
+def tool_form(form_name):
+    """A builder for bert_mini_fused after one of gen_corpus's tools; the float network draws
+    from bert_mini_fused's generator, so all three forms share their weights."""
+
+    def build(_rng):
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+        import gen_corpus
+
+        return build_bert_mini_fused(model_rng("bert_mini_fused"), getattr(gen_corpus, form_name))
+
+    return build
+
+
 BUILDERS = {
     "mobilenetv2": build_mobilenetv2,
     "mobilenetv2_qdq": build_mobilenetv2_qdq,
@@ -521,8 +554,11 @@ BUILDERS = {
     "bert_mini": build_bert_mini,
     "partition_cnn_bench": build_partition_cnn_bench,
     "segnet_bench": build_segnet_bench,
+    "bert_mini_fused": build_bert_mini_fused,
+    "bert_mini_fused_fp16": tool_form("to_float16"),
+    "bert_mini_fused_matmul4bits": tool_form("quantize_4bit"),
 }
-assert list(BUILDERS) == BENCH_MODELS.split()
+assert list(BUILDERS) == BENCH_MODELS.split() + TOOL_MODELS.split()
 
 # --------------------------------------------------------------------------
 # writing
@@ -784,7 +820,7 @@ def main() -> int:
     names = args.names or BENCH_MODELS.split()
     unknown = [n for n in names if n not in BUILDERS]
     if unknown:
-        parser.error(f"unknown model(s) {' '.join(unknown)}; known: {BENCH_MODELS}")
+        parser.error(f"unknown model(s) {' '.join(unknown)}; known: {BENCH_MODELS} {TOOL_MODELS}")
     out_dir = args.out_dir.resolve()
 
     if not args.verify_only:

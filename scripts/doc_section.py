@@ -6,8 +6,8 @@
                                          FILE; empty text changes nothing)
 
 Markers: `<!-- NAME_BEGIN -->` and `<!-- NAME_END -->`. Two generators write docs/performance.md:
-scripts/perf-table the whole document, scripts/perf-corpus its CORPUS section, which perf-table
-carries over with get/put.
+scripts/perf-table the whole document, scripts/perf-corpus its CORPUS section and
+scripts/perf-tool-models its TOOLS section, which perf-table carries over with get/put.
 """
 
 import sys
