@@ -11,7 +11,8 @@
 //! references and the node's input types for body inputs the file leaves untyped, so
 //! If/Loop/Scan/SequenceMap rules read their bodies' output types.
 //!
-//! Rules live by family: [`rules`] (tensor ops and the shared helpers), `quant`, `recurrent`,
+//! Rules live by family: [`rules`] (tensor ops and the shared helpers), `plumbing` (data
+//! movement: Reshape, Slice, Concat, Squeeze…), `quant`, `recurrent`,
 //! `control` (subgraph ops, sequences, optionals), `generate` (random, windows, spectral),
 //! `nn` (attention, losses, detection), `text` and `ml` (`ai.onnx.ml` and training ops).
 
@@ -23,6 +24,7 @@ pub(crate) mod data;
 pub(crate) mod generate;
 pub(crate) mod ml;
 pub(crate) mod nn;
+pub(crate) mod plumbing;
 pub(crate) mod quant;
 pub(crate) mod recurrent;
 pub(crate) mod rules;
@@ -148,7 +150,7 @@ fn infer_scoped(g: &mut Graph, outer: &Scope) {
         if node.is("Shape")
             && let Some(s) = ctx.ty(0).static_shape()
         {
-            let (start, end) = rules::shape_range(node, s.len()).unwrap_or((0, s.len()));
+            let (start, end) = plumbing::shape_range(node, s.len()).unwrap_or((0, s.len()));
             let v: Vec<i64> = s[start..end].iter().map(|d| *d as i64).collect();
             if let (Some(Some(o)), Ok(t)) = (node.outputs.first(), Tensor::from_slice(&[v.len()], &v)) {
                 folded.insert(*o, t);
