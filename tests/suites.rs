@@ -2,15 +2,18 @@
 //! onnx 1.23.2), vinort's corpus of real-world model forms (fused by onnxruntime.transformers,
 //! quantized, float16, local functions, repeated `?` dims, overridable initializers...;
 //! onnxruntime references) and the com.microsoft contrib-op suite (issue 12: every contrib op
-//! ONNX Runtime's tools emit, with onnxruntime CPU references), under `[Cpu]` and
+//! ONNX Runtime's tools emit, with onnxruntime CPU references) and real models shipped inside
+//! PyPI wheels (PaddleOCR, silero-vad, ddddocr, openWakeWord, magika…; onnxruntime
+//! references), under `[Cpu]` and
 //! `[OpenVino(CPU, FP32), Cpu]`, checked against the expected outcomes recorded in
 //! `tests/suites/<suite>.tsv` (case, provider list, status, reason) exactly as the node tests
 //! are (`tests/conformance.rs`): a case/list without a row must pass, and a regression, an
 //! unexpected pass or a row naming no case all fail.
 //!
-//! Data: `scripts/gen-onnx-suites`, `scripts/gen-corpus` and `scripts/gen-contrib-suite` (run
-//! by `scripts/test`) write the cases to `tests/data/onnx-suites`, `tests/data/corpus` and
-//! `tests/data/contrib` (or `$VINORT_ONNX_SUITES`, `$VINORT_CORPUS`, `$VINORT_CONTRIB`). Each case is compared with its own tolerance (`tolerance.txt` written by
+//! Data: `scripts/gen-onnx-suites`, `scripts/gen-corpus`, `scripts/gen-contrib-suite` and
+//! `scripts/gen-wheel-models` (run by `scripts/test`) write the cases to
+//! `tests/data/onnx-suites`, `tests/data/corpus`, `tests/data/contrib` and `tests/data/wheels`
+//! (or `$VINORT_ONNX_SUITES`, `$VINORT_CORPUS`, `$VINORT_CONTRIB`, `$VINORT_WHEELS`). Each case is compared with its own tolerance (`tolerance.txt` written by
 //! the generator, see `vinort_tools::testcase::read_tolerance`), else ONNX's default (rtol 1e-3,
 //! atol 1e-7). Rewrite the expectations after real progress with `scripts/suites --update`
 //! and review the diff; it also rewrites `docs/suites.md` and the contrib-op table of
@@ -36,13 +39,23 @@ struct Suite {
 /// What a bare failure message cannot say, measured and prefixed to the recorded reason by
 /// `update`: `(case, list, explanation)`. An entry whose case/list passes makes `update` fail,
 /// so the notes cannot go stale.
-const NOTES: &[(&str, &str, &str)] = &[(
-    "light_squeezenet",
-    "openvino-fp32,cpu",
-    "ill-conditioned: every logit is 9.47568538e9 in onnxruntime (all weights equal), OpenVINO's \
+const NOTES: &[(&str, &str, &str)] = &[
+    ("ddddocr_common_old", "cpu", TIES),
+    ("ddddocr_common_old", "openvino-fp32,cpu", TIES),
+    (
+        "light_squeezenet",
+        "openvino-fp32,cpu",
+        "ill-conditioned: every logit is 9.47568538e9 in onnxruntime (all weights equal), OpenVINO's \
          summation order gives 9.4756864e9..9.47568947e9 (3 ulps apart, 8 of 1000 at the max), so \
          Softmax puts 0.125 on 8 classes instead of 0.001 on all; native OpenVINO 2026.4.1 does the same",
-)];
+    ),
+];
+
+/// Why ddddocr's dynamically quantized CRNN cannot be compared element by element.
+const TIES: &str = "ties: its 22 DynamicQuantizeLinear nodes pick scales from the data, and an activation at an \
+     exact rounding tie (x/scale = -8.5) lands one step apart after last-bit differences upstream; fed \
+     onnxruntime's own input, vinort's DynamicQuantizeLinear matches it exactly, and onnxruntime's output \
+     itself moves by up to 6.9 under 1e-6 relative input noise";
 
 fn data_dir(var: &str, default: &str) -> PathBuf {
     std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| common::repo().join(default))
@@ -68,6 +81,13 @@ fn contrib() -> Vec<Suite> {
     let dir = data_dir("VINORT_CONTRIB", "tests/data/contrib");
     assert_generated(&dir, "scripts/gen-contrib-suite");
     vec![Suite { name: "contrib", dir, cases: None }]
+}
+
+/// Real models from PyPI wheels (scripts/gen_wheel_models.py pins the wheels).
+fn wheels() -> Vec<Suite> {
+    let dir = data_dir("VINORT_WHEELS", "tests/data/wheels");
+    assert_generated(&dir, "scripts/gen-wheel-models");
+    vec![Suite { name: "wheels", dir, cases: Some(26) }]
 }
 
 use common::{CONTRIB_BEGIN, CONTRIB_END};
@@ -255,6 +275,20 @@ fn contrib_on_openvino_then_cpu() {
     }
 }
 
+#[test]
+fn wheels_on_cpu() {
+    if !updating() {
+        check(&wheels(), "cpu");
+    }
+}
+
+#[test]
+fn wheels_on_openvino_then_cpu() {
+    if !updating() {
+        check(&wheels(), "openvino-fp32,cpu");
+    }
+}
+
 /// With `VINORT_UPDATE_EXPECTED=1`: runs every suite under both lists and rewrites
 /// `tests/suites/<suite>.tsv`, `docs/suites.md` and the contrib section of
 /// `docs/conformance.md`. Otherwise does nothing.
@@ -272,13 +306,15 @@ fn update() {
          (transformers optimizer fusions, quantize_static QDQ and QOperator, quantize_dynamic, MatMulNBitsQuantizer, \
          float16 conversion) and onnx.helper, with onnxruntime references; the contrib suite (com.microsoft ops, \
          per-op table in [conformance.md](conformance.md)) is written by `scripts/gen-contrib-suite` with \
-         onnx.helper and onnxruntime CPU references. \"One OpenVINO partition\" counts sessions that OpenVINO ran whole.\n\n",
+         onnx.helper and onnxruntime CPU references; the wheels suite holds real models shipped inside PyPI wheels \
+         (scripts/gen_wheel_models.py pins them), with onnxruntime CPU references for seeded inputs. \
+         \"One OpenVINO partition\" counts sessions that OpenVINO ran whole.\n\n",
     );
     let mut failures = String::new();
     let mut ms_table = String::new();
     let contrib = contrib();
     let mut contrib_section = None;
-    for suite in onnx_suites().iter().chain(&corpus()).chain(&contrib) {
+    for suite in onnx_suites().iter().chain(&corpus()).chain(&contrib).chain(&wheels()) {
         let cases = cases(suite);
         // The contrib suite's own ops are its per-op table in docs/conformance.md.
         for c in cases.iter().filter(|_| suite.name != "contrib") {

@@ -270,7 +270,8 @@ fn flattened_softmax(g: &Graph, n: &Node) -> Option<String> {
     });
     (!single_axis).then(|| {
         format!(
-            "OpenVINO {MEASURED} normalises Softmax-{} over axis {axis} alone instead of over every dim from it on              (max diff 0.63 on [2, 3, 4] with axis 1); only a Softmax whose later dims are all 1 is taken",
+            "OpenVINO {MEASURED} normalises Softmax-{} over axis {axis} alone instead of over every dim from it on \
+             (max diff 0.63 on [2, 3, 4] with axis 1); only a Softmax whose later dims are all 1 is taken",
             n.opset
         )
     })
