@@ -233,60 +233,51 @@ fn updating() -> bool {
     std::env::var_os("VINORT_UPDATE_EXPECTED").is_some()
 }
 
+/// Checks `suites` under `list`, unless `update` is rewriting the expectations instead.
+fn run(suites: fn() -> Vec<Suite>, list: &str) {
+    if !updating() {
+        check(&suites(), list);
+    }
+}
+
 #[test]
 fn onnx_suites_on_cpu() {
-    if !updating() {
-        check(&onnx_suites(), "cpu");
-    }
+    run(onnx_suites, "cpu");
 }
 
 #[test]
 fn onnx_suites_on_openvino_then_cpu() {
-    if !updating() {
-        check(&onnx_suites(), "openvino-fp32,cpu");
-    }
+    run(onnx_suites, "openvino-fp32,cpu");
 }
 
 #[test]
 fn corpus_on_cpu() {
-    if !updating() {
-        check(&corpus(), "cpu");
-    }
+    run(corpus, "cpu");
 }
 
 #[test]
 fn corpus_on_openvino_then_cpu() {
-    if !updating() {
-        check(&corpus(), "openvino-fp32,cpu");
-    }
+    run(corpus, "openvino-fp32,cpu");
 }
 
 #[test]
 fn contrib_on_cpu() {
-    if !updating() {
-        check(&contrib(), "cpu");
-    }
+    run(contrib, "cpu");
 }
 
 #[test]
 fn contrib_on_openvino_then_cpu() {
-    if !updating() {
-        check(&contrib(), "openvino-fp32,cpu");
-    }
+    run(contrib, "openvino-fp32,cpu");
 }
 
 #[test]
 fn wheels_on_cpu() {
-    if !updating() {
-        check(&wheels(), "cpu");
-    }
+    run(wheels, "cpu");
 }
 
 #[test]
 fn wheels_on_openvino_then_cpu() {
-    if !updating() {
-        check(&wheels(), "openvino-fp32,cpu");
-    }
+    run(wheels, "openvino-fp32,cpu");
 }
 
 /// With `VINORT_UPDATE_EXPECTED=1`: runs every suite under both lists and rewrites
