@@ -61,7 +61,8 @@ enum Command {
     /// vinort [OpenVino(CPU), Cpu] against native OpenVINO in this process, run by run
     /// alternating, at one precision; prints one JSON line with both latency lists.
     Pair {
-        /// `f32` (INFERENCE_PRECISION_HINT=f32 on both) or `default` (OpenVINO's own choice).
+        /// `f32` (INFERENCE_PRECISION_HINT=f32 and DYNAMIC_QUANTIZATION_GROUP_SIZE=0 on both, what
+        /// vinort's precision FP32 sets) or `default` (OpenVINO's own choice).
         #[arg(long, default_value = "f32")]
         precision: String,
         /// Pairs of measured runs after warm-up.

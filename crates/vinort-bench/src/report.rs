@@ -297,7 +297,9 @@ pub fn table(
             doc,
             "\n## vinort against native OpenVINO in one process (paired)\n\n\
              `vinort-bench pair`: vinort `[OpenVino(CPU), Cpu]` and the same model compiled whole by \
-             OpenVINO's C API live in one process and run alternately, {pairs} pairs per precision \
+             OpenVINO's C API with the same properties (f32: `INFERENCE_PRECISION_HINT=f32` and \
+             `DYNAMIC_QUANTIZATION_GROUP_SIZE=0`, as vinort's precision FP32 sets them) live in one process \
+             and run alternately, {pairs} pairs per precision \
              after warm-up, so both see the same moments of the machine. The ratio is vinort's latency ÷ \
              OpenVINO's, order-balanced: the geometric mean of its median over the pairs vinort ran \
              first and its median over the pairs OpenVINO ran first (the second run of a pair is \
