@@ -195,7 +195,8 @@ fn conformance_doc(cases: &[TestCase], results: &[(&str, Vec<CaseOutcome>)]) -> 
          (tolerance rtol 1e-3, atol 1e-7, NaN equal; random ops checked on shape, dtype and range only).\n\n\
          | provider list | passed | of |\n|---|---|---|\n| `[Cpu]` | **{p0}** | {total} |\n| `[OpenVino(CPU, FP32), Cpu]` | **{p1}** | {total} |\n\n\
          ONNX's other backend suites (pytorch-converted, pytorch-operator, simple, light) and the corpus of \
-         models made with onnxruntime's tools, with their whole/split statistics: [suites.md](suites.md).\n\n\
+         models made with onnxruntime's tools, the com.microsoft contrib-op suite and real models from PyPI wheels, with their \
+         whole/split statistics: [suites.md](suites.md).\n\n\
          A split model over protobuf's 2 GiB limit (a 2.15 GB MatMul weight in external data on OpenVINO, a float64 \
          tail on Cpu) is made at test time and checked exactly by `cargo test -p vinort --test large_model -- \
          --nocapture` (part of the test suite; about 18 s and 2.2 GB of temporary disk).\n\n\
