@@ -14,9 +14,12 @@
 pub mod kernel;
 pub mod kernels;
 pub(crate) mod numeric;
+pub mod optimize;
 pub(crate) mod par;
 pub mod provider;
+pub(crate) mod qgemm;
 #[cfg(test)]
 pub(crate) mod test_support;
+pub(crate) mod vmath;
 
 pub use provider::CpuProvider;

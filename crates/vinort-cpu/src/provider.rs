@@ -6,18 +6,40 @@ use std::sync::{Arc, OnceLock};
 use vinort_ir::exec::{Plan, PlanBuilder, Step};
 use vinort_ir::{
     Capability, CompiledPartition, Error, ExecutionProvider, Graph, Model, NodeIndex, PartitionDef, Result, RunContext,
-    Value, ValueId, ValueType,
+    Value, ValueId,
 };
 
-use crate::kernel::{Kernel, NodeInfo, Registry};
+use crate::kernel::{Kernel, Registry};
+use crate::optimize::{Item, OptLevel, Work, build_item};
+
+/// The process's thread pool of `n` threads, made on first use and shared by every session
+/// asking for `n`, so sessions do not each bring their own threads.
+fn pool_of(n: usize) -> Result<Arc<rayon::ThreadPool>> {
+    static POOLS: std::sync::Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = std::sync::Mutex::new(Vec::new());
+    let mut pools = POOLS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, p)) = pools.iter().find(|(k, _)| *k == n) {
+        return Ok(p.clone());
+    }
+    let p = rayon::ThreadPoolBuilder::new()
+        .num_threads(n.max(1))
+        .thread_name(|i| format!("vinort-cpu-{i}"))
+        .build()
+        .map_err(|e| Error::invalid(format!("cannot start {n} Cpu threads: {e}")))?;
+    let p = Arc::new(p);
+    pools.push((n, p.clone()));
+    Ok(p)
+}
 
 /// The Cpu provider. Cheap to construct; the kernel registry is built once per process.
 #[derive(Debug, Clone, Default)]
 pub struct CpuProvider {
-    _private: (),
+    /// How much the graph optimizer rewrites each partition.
+    pub optimization: OptLevel,
+    /// Threads of the pool the partitions' kernels run on (None: rayon's global pool).
+    pub threads: Option<usize>,
 }
 
-fn registry() -> &'static Registry {
+pub(crate) fn registry() -> &'static Registry {
     static R: OnceLock<Registry> = OnceLock::new();
     R.get_or_init(crate::kernels::registry)
 }
@@ -45,58 +67,54 @@ impl Step for KernelStep {
     }
 }
 
-/// Builds the kernel for node `ix` of `graph`.
+/// Builds the kernel for node `ix` of `graph`, as written.
 pub fn build_kernel(graph: &Graph, ix: NodeIndex) -> Result<Box<dyn Kernel>> {
     let node = graph.node(ix);
-    let factory = registry().find(node).map_err(Error::Unsupported)?;
-    let ty = |v: &Option<ValueId>| v.map(|v| graph.value(v).ty.clone()).unwrap_or(ValueType::Unknown);
-    let info = NodeInfo {
-        node,
-        inputs: node.inputs.iter().map(ty).collect(),
-        // Kernels read constants with typed access when they are built; protobuf leaves raw_data
-        // unaligned, so a misaligned one (common for 2-byte f16 weights) is aligned here, once
-        // per build, instead of making the factory refuse the node.
-        consts: node.inputs.iter().map(|v| v.and_then(|v| graph.constant(v)).map(|t| t.to_aligned())).collect(),
-        outputs: node.outputs.iter().map(ty).collect(),
-    };
-    factory(&info)
+    let work = Work::new(graph, &[], &[], &[]);
+    build_item(&work, &Item { node: node.clone(), epi: Default::default(), extra: vec![] })
 }
 
-/// Compiles a set of nodes of a graph into a plan reading `inputs` and producing `outputs`.
-/// Initializers the nodes read become plan constants (aligned once, here, if the mapped file
-/// left them misaligned). Also used for If/Loop/Scan bodies, whose inputs include the outer
-/// values they read.
+/// Compiles a set of nodes of a graph into a plan reading `inputs` and producing `outputs`,
+/// after the graph optimizer rewrote them as `level` allows. Initializers the nodes read become
+/// plan constants (aligned once, here, if the mapped file left them misaligned), as do the
+/// values the optimizer folded. Also used for If/Loop/Scan bodies, whose inputs include the
+/// outer values they read.
 pub fn compile_nodes(
     graph: &Graph,
     nodes: &[NodeIndex],
     inputs: &[ValueId],
     outputs: &[ValueId],
+    level: OptLevel,
 ) -> Result<Plan<KernelStep>> {
+    let mut work = Work::new(graph, nodes, inputs, outputs);
+    work.optimize(level);
     let mut b = PlanBuilder::<ValueId, KernelStep>::new();
     for v in inputs {
         b.input(*v);
     }
-    for &ix in nodes {
-        let node = graph.node(ix);
-        let reads: Vec<Option<ValueId>> =
-            node.inputs.iter().copied().chain(node.implicit_inputs.iter().map(|v| Some(*v))).collect();
-        for v in reads.iter().flatten() {
-            if !b.knows(*v)
-                && let Some(t) = graph.initializer(*v)
+    let constant = |b: &mut PlanBuilder<ValueId, KernelStep>, v: ValueId| {
+        if !b.knows(v) {
+            if let Some(t) = work.consts.get(&v) {
+                b.constant(v, Value::Tensor(t.to_aligned()));
+            } else if v.index() < graph.values().count()
+                && let Some(t) = graph.initializer(v)
             {
-                b.constant(*v, Value::Tensor(t.to_aligned()));
+                b.constant(v, Value::Tensor(t.to_aligned()));
             }
         }
-        let kernel = build_kernel(graph, ix)?;
+    };
+    for it in work.live() {
+        let reads = it.reads();
+        for v in reads.iter().flatten() {
+            constant(&mut b, *v);
+        }
+        let node = &it.node;
+        let kernel = build_item(&work, it)?;
         let step = KernelStep { kernel, node: node.name.clone(), op: node.qualified_op() };
         b.step(step, &reads, &node.outputs).map_err(|e| node.error(e.to_string()))?;
     }
     for v in outputs {
-        if !b.knows(*v)
-            && let Some(t) = graph.initializer(*v)
-        {
-            b.constant(*v, Value::Tensor(t.to_aligned()));
-        }
+        constant(&mut b, *v);
         b.output(*v)?;
     }
     Ok(b.build())
@@ -105,11 +123,15 @@ pub fn compile_nodes(
 /// A compiled Cpu partition.
 pub struct CpuPartition {
     plan: Plan<KernelStep>,
+    pool: Option<Arc<rayon::ThreadPool>>,
 }
 
 impl CompiledPartition for CpuPartition {
     fn run(&self, inputs: &[&Value], ctx: &RunContext) -> Result<Vec<Value>> {
-        self.plan.run(inputs, ctx)
+        match &self.pool {
+            Some(p) => p.install(|| self.plan.run(inputs, ctx)),
+            None => self.plan.run(inputs, ctx),
+        }
     }
 
     fn describe(&self) -> String {
@@ -145,8 +167,9 @@ impl ExecutionProvider for CpuProvider {
     }
 
     fn compile(&self, model: &Model, part: &PartitionDef) -> Result<Box<dyn CompiledPartition>> {
-        let plan = compile_nodes(&model.graph, &part.nodes, &part.inputs, &part.outputs)?;
-        Ok(Box::new(CpuPartition { plan }))
+        let plan = compile_nodes(&model.graph, &part.nodes, &part.inputs, &part.outputs, self.optimization)?;
+        let pool = self.threads.map(pool_of).transpose()?;
+        Ok(Box::new(CpuPartition { plan, pool }))
     }
 }
 
@@ -168,7 +191,8 @@ impl SubgraphPlan {
     pub fn compile(g: &Arc<Graph>) -> Result<SubgraphPlan> {
         let mut inputs: Vec<ValueId> = g.inputs().to_vec();
         inputs.extend_from_slice(g.outer_refs());
-        let plan = compile_nodes(g, g.topo_order(), &inputs, g.outputs())?;
+        // Bodies run as written: they are small, and run inside a kernel already optimized.
+        let plan = compile_nodes(g, g.topo_order(), &inputs, g.outputs(), OptLevel::Disabled)?;
         Ok(SubgraphPlan {
             plan,
             num_inputs: g.inputs().len(),

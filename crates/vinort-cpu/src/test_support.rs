@@ -360,7 +360,9 @@ fn run_case(dir: &Path, tol: Tol) -> std::result::Result<(), String> {
     let s = |e: Error| e.to_string();
     let model = vinort_ir::Model::load(dir.join("model.onnx")).map_err(s)?;
     let g = &model.graph;
-    let plan = crate::provider::compile_nodes(g, g.topo_order(), g.inputs(), g.outputs()).map_err(s)?;
+    let plan =
+        crate::provider::compile_nodes(g, g.topo_order(), g.inputs(), g.outputs(), crate::optimize::OptLevel::Extended)
+            .map_err(s)?;
     let mut sets: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -90,9 +90,14 @@ impl ProviderList {
     /// Fresh providers (a session consumes its own): every `openvino` entry is `openvino`,
     /// registered to fail the session build when `strict` and to be skipped otherwise.
     pub fn providers(&self, openvino: &OpenVino, strict: bool) -> Vec<Provider> {
+        self.providers_with(openvino, &Cpu::default(), strict)
+    }
+
+    /// [`ProviderList::providers`] with every `cpu` entry configured as `cpu`.
+    pub fn providers_with(&self, openvino: &OpenVino, cpu: &Cpu, strict: bool) -> Vec<Provider> {
         self.kinds()
             .map(|k| match k {
-                ProviderKind::Cpu => Cpu::default().into(),
+                ProviderKind::Cpu => cpu.clone().into(),
                 ProviderKind::OpenVino => {
                     let p: Provider = openvino.clone().into();
                     if strict { p.error_on_failure() } else { p }
@@ -121,6 +126,36 @@ pub struct ProviderArgs {
     /// Fail instead of skipping a provider that cannot start.
     #[arg(long)]
     pub strict: bool,
+    /// Threads of the Cpu provider's kernels (default: rayon's pool, one per logical CPU).
+    #[arg(long, value_name = "N")]
+    pub cpu_threads: Option<usize>,
+    /// How much the Cpu provider's graph optimizer rewrites its partitions (like ONNX Runtime's
+    /// graph optimization level).
+    #[arg(long, value_enum, default_value_t = OptimizationArg::Extended)]
+    pub cpu_optimization: OptimizationArg,
+}
+
+/// `--cpu-optimization` values.
+#[cfg(feature = "cli")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OptimizationArg {
+    /// Every node runs as written.
+    Disabled,
+    /// Constant folding and Conv+BatchNormalization.
+    Basic,
+    /// Basic plus fused kernels (GELU, Conv/Gemm/MatMul + bias + residual + activation).
+    Extended,
+}
+
+#[cfg(feature = "cli")]
+impl From<OptimizationArg> for vinort::GraphOptimizationLevel {
+    fn from(a: OptimizationArg) -> Self {
+        match a {
+            OptimizationArg::Disabled => vinort::GraphOptimizationLevel::Disabled,
+            OptimizationArg::Basic => vinort::GraphOptimizationLevel::Basic,
+            OptimizationArg::Extended => vinort::GraphOptimizationLevel::Extended,
+        }
+    }
 }
 
 #[cfg(feature = "cli")]
@@ -138,7 +173,11 @@ impl ProviderArgs {
         };
         let openvino =
             if list.has_openvino() { OpenVino::with_options(self.check_options()?) } else { OpenVino::cpu() };
-        Ok(list.providers(&openvino, self.strict))
+        let mut cpu = Cpu::default().optimization(self.cpu_optimization.into());
+        if let Some(n) = self.cpu_threads {
+            cpu = cpu.threads(n);
+        }
+        Ok(list.providers_with(&openvino, &cpu, self.strict))
     }
 
     /// The parsed `-i` options (checked even when OpenVINO is not listed, by tools that want a
@@ -178,7 +217,13 @@ mod tests {
     #[cfg(feature = "cli")]
     #[test]
     fn a_bad_option_before_a_bad_name_is_reported_first() {
-        let args = |e: &str, i: &str| ProviderArgs { providers: e.into(), options: i.into(), strict: false };
+        let args = |e: &str, i: &str| ProviderArgs {
+            providers: e.into(),
+            options: i.into(),
+            strict: false,
+            cpu_threads: None,
+            cpu_optimization: OptimizationArg::Extended,
+        };
         assert!(matches!(args("openvino,tpu", "precision").build(), Err(ProviderError::Options(_))));
         assert!(matches!(args("tpu,openvino", "precision").build(), Err(ProviderError::Unknown { .. })));
         assert!(matches!(args("cpu", "precision").build(), Ok(p) if p.len() == 1));

@@ -31,7 +31,7 @@ mod session;
 
 pub use error::{Error, RefusedNode, Result};
 pub use partition::{PartitionPlan, PlannedPartition, Refusal};
-pub use provider::{Cpu, OpenVino, Provider};
+pub use provider::{Cpu, GraphOptimizationLevel, OpenVino, Provider};
 pub use session::{Input, IoInfo, Outputs, Runtime, Session, SessionBuilder, TensorRef};
 pub use vinort_ir::{DType, Dim, Metadata, Model, Sequence, Tensor, Value, ValueType};
 

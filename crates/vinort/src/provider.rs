@@ -39,9 +39,22 @@ impl Provider {
 /// let p: vinort::Provider = vinort::Cpu::default().into();
 /// assert_eq!(p.name(), "Cpu");
 /// ```
+///
+/// Its graph optimizer rewrites the partitions it compiles (constant folding, Conv +
+/// BatchNormalization, GELU, and Conv/Gemm/MatMul + bias + residual + activation fusion), as
+/// ONNX Runtime's graph optimization levels do; it never changes what other providers get.
+///
+/// ```
+/// use vinort::{Cpu, GraphOptimizationLevel};
+///
+/// // Debugging a suspected optimizer bug: run every node as written, on 4 threads.
+/// let p: vinort::Provider = Cpu::default().optimization(GraphOptimizationLevel::Disabled).threads(4).into();
+/// assert_eq!(p.name(), "Cpu");
+/// ```
 #[derive(Debug, Clone, Default)]
+#[must_use]
 pub struct Cpu {
-    _private: (),
+    inner: vinort_cpu::CpuProvider,
 }
 
 impl Cpu {
@@ -49,11 +62,29 @@ impl Cpu {
     pub fn supported_ops() -> Vec<String> {
         vinort_cpu::CpuProvider::supported_ops()
     }
+
+    /// How much the graph optimizer rewrites (default [`GraphOptimizationLevel::Extended`]).
+    pub fn optimization(mut self, level: GraphOptimizationLevel) -> Cpu {
+        self.inner.optimization = level;
+        self
+    }
+
+    /// Intra-op threads: the Cpu kernels run on a pool of `n` threads (shared by every session
+    /// asking for the same number). By default they run on rayon's global pool, which has one
+    /// thread per logical CPU unless `RAYON_NUM_THREADS` says otherwise.
+    pub fn threads(mut self, n: usize) -> Cpu {
+        self.inner.threads = Some(n.max(1));
+        self
+    }
 }
 
+/// How much the Cpu provider's graph optimizer rewrites, like ONNX Runtime's
+/// `GraphOptimizationLevel`.
+pub use vinort_cpu::optimize::OptLevel as GraphOptimizationLevel;
+
 impl From<Cpu> for Provider {
-    fn from(_: Cpu) -> Provider {
-        Provider::new(vinort_cpu::CpuProvider::default())
+    fn from(c: Cpu) -> Provider {
+        Provider::new(c.inner)
     }
 }
 

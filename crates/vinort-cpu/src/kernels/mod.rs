@@ -10,6 +10,7 @@ pub mod control;
 pub mod conv;
 pub(crate) mod dense;
 pub mod elementwise;
+pub(crate) mod epilogue;
 pub mod gather;
 pub mod image;
 pub mod linalg;

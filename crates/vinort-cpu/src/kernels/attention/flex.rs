@@ -357,7 +357,13 @@ mod tests {
         let m = model(10, &[("", 26), ("ai.onnx.preview", 1)], g);
         let model = Model::from_bytes(m.encode_to_vec())?;
         let g = &model.graph;
-        let plan = crate::provider::compile_nodes(g, g.topo_order(), g.inputs(), g.outputs())?;
+        let plan = crate::provider::compile_nodes(
+            g,
+            g.topo_order(),
+            g.inputs(),
+            g.outputs(),
+            crate::optimize::OptLevel::Disabled,
+        )?;
         let mut values: Vec<Value> = qkv.iter().map(|(s, v)| tensor(DType::F32, s, v).into()).collect();
         values.extend(outer.iter().map(|(_, t)| t.clone().into()));
         let refs: Vec<&Value> = values.iter().collect();

@@ -72,6 +72,12 @@ pub(crate) fn prod3(v: &[usize; 3]) -> usize {
 /// Lays out the input patches of `cg` channels as a (cg * kernel) x (output positions) matrix
 /// whose row order matches W's `[C/group, k0, k1, k2]` layout.
 pub(crate) fn im2col<T: Copy + Default>(g: &Geo3, cg: usize, x: &[T], col: &mut [T]) {
+    im2col_pad(g, cg, x, col, T::default())
+}
+
+/// [`im2col`] with `pad` for the positions outside the input (a quantized input's zero point,
+/// so padding is zero once shifted).
+pub(crate) fn im2col_pad<T: Copy>(g: &Geo3, cg: usize, x: &[T], col: &mut [T], pad: T) {
     let ([i0, i1, i2], [_, o1, o2], [s0, s1, s2]) = (g.i, g.o, g.s);
     let (pi, po) = (prod3(&g.i), prod3(&g.o));
     let mut rows = col.chunks_mut(po);
@@ -85,11 +91,11 @@ pub(crate) fn im2col<T: Copy + Default>(g: &Geo3, cg: usize, x: &[T], col: &mut 
                 for (r1, dst) in dst0.chunks_mut(o2).enumerate() {
                     let y1 = (r1 * s1) as isize + off1;
                     if y0 < 0 || y0 >= i0 as isize || y1 < 0 || y1 >= i1 as isize || lo == hi {
-                        dst.fill(T::default());
+                        dst.fill(pad);
                         continue;
                     }
-                    dst[..lo].fill(T::default());
-                    dst[hi..].fill(T::default());
+                    dst[..lo].fill(pad);
+                    dst[hi..].fill(pad);
                     let src = &xc[(y0 as usize * i1 + y1 as usize) * i2..][..i2];
                     let start = (lo as isize * s2 as isize + off2) as usize;
                     if s2 == 1 {

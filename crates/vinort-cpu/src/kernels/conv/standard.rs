@@ -16,6 +16,7 @@ use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::im2col::{Geo3, im2col, prod3};
 use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensors_in};
+use crate::kernels::epilogue::{Epilogue, Operands as EpiOperands};
 use crate::kernels::linalg::common::{Real, View, check_dtype, from_compute, matmul_into, to_compute, widen_const};
 use crate::kernels::window::{AutoPad, Window, WindowAttrs, to3, valid_range};
 
@@ -133,14 +134,22 @@ struct Conv {
     attrs: WindowAttrs,
     group: i64,
     consts: Consts,
+    /// What the graph optimizer fused after it.
+    epi: Epilogue,
 }
 
 pub(crate) fn conv_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    fused_conv_factory(info, Epilogue::default())
+}
+
+/// A Conv with the elementwise tail `epi` applied to each (image, group) block as it is made.
+pub(crate) fn fused_conv_factory(info: &NodeInfo<'_>, epi: Epilogue) -> Result<Box<dyn Kernel>> {
     let node = info.node;
     Ok(Box::new(Conv {
         attrs: WindowAttrs::parse(node)?,
         group: node.attr_or("group", 1i64)?,
         consts: Consts::new(info)?,
+        epi,
     }))
 }
 
@@ -163,7 +172,10 @@ impl Kernel for Conv {
         let win = self.attrs.resolve(&kernel)?;
         let geo = win.geometry(&xs[2..])?;
         let g = Geo3::forward((n, c, m, group), &xs[2..], &win, &geo);
-        let run = Operands { g: &g, x: &x, w: &w, b: b.as_deref(), transpose: false };
+        let out_len = n * m * geo.out.iter().product::<usize>();
+        let ops = self.epi.operands(inputs, out_len)?;
+        let epi = (!self.epi.is_empty()).then_some((&self.epi, ops));
+        let run = Operands { g: &g, x: &x, w: &w, b: b.as_deref(), transpose: false, epi };
         run.in_compute_type(&[&[n, m], geo.out.as_slice()].concat(), dtype)
     }
 }
@@ -178,6 +190,8 @@ struct Operands<'a> {
     w: &'a Tensor,
     b: Option<&'a Tensor>,
     transpose: bool,
+    /// A fused tail and its residual (Conv only).
+    epi: Option<(&'a Epilogue, EpiOperands<'a>)>,
 }
 
 impl Operands<'_> {
@@ -214,75 +228,108 @@ fn conv<T: Real>(op: &Operands<'_>, out: &mut [T]) -> Result<()> {
     let (x, w, bias) = op.slices::<T>(g.m * kdim, out.len())?;
     let depthwise = cg == 1 && mg == 1;
     let pointwise = pk == 1 && g.s == [1; 3] && g.p == [0; 3] && g.o == g.i;
+    let chunk = mg * po;
     for_each_task(out, g.n * g.group, |t, y, col, par| {
         let (ni, gi) = (t / g.group, t % g.group);
         let xg = &x[(ni * g.c + gi * cg) * pi..][..cg * pi];
         let wg = &w[gi * mg * kdim..][..mg * kdim];
         fill_bias(y, po, bias.map(|b| &b[gi * mg..][..mg]));
         if depthwise {
-            depthwise_plane(g, xg, wg, y);
-            return Ok(());
-        }
-        let cols: &[T] = if pointwise {
-            xg
+            depthwise_plane(g, xg, wg, y, col);
         } else {
-            col.resize(kdim * po, T::ZERO);
-            im2col(g, cg, xg, col);
-            col
-        };
-        matmul_into((mg, po, kdim), View::rows(wg, kdim), View::rows(cols, po), y, po, bias.is_some(), T::ONE, par)
+            let cols: &[T] = if pointwise {
+                xg
+            } else {
+                col.resize(kdim * po, T::ZERO);
+                im2col(g, cg, xg, col);
+                col
+            };
+            let dims = (mg, po, kdim);
+            matmul_into(dims, View::rows(wg, kdim), View::rows(cols, po), y, po, bias.is_some(), T::ONE, par)?;
+        }
+        match op.epi {
+            Some((epi, ops)) => epi.apply(y, t * chunk, y.len(), ops),
+            None => Ok(()),
+        }
     })
 }
 
-/// A depthwise conv of one plane, dispatched at run time: on x86-64 CPUs with AVX2 and FMA
-/// the same loops are compiled for 256-bit vectors; elsewhere the portable build runs.
-fn depthwise_plane<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T]) {
+/// A depthwise conv of one plane, dispatched at run time: the same loops compiled for
+/// AVX-512 or AVX2+FMA when the CPU has them, else the portable build. `scratch` holds the
+/// input split by phase when the last axis is strided.
+pub(crate) fn depthwise_plane<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T], scratch: &mut Vec<T>) {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU running this code supports AVX2 and FMA (checked just above).
-        return unsafe { depthwise_plane_avx2(g, x, w, y) };
+    {
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU running this code supports AVX-512F (checked just above).
+            return unsafe { depthwise_plane_avx512(g, x, w, y, scratch) };
+        }
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU running this code supports AVX2 and FMA (checked just above).
+            return unsafe { depthwise_plane_avx2(g, x, w, y, scratch) };
+        }
     }
-    depthwise_plane_portable(g, x, w, y)
+    depthwise_plane_portable(g, x, w, y, scratch)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn depthwise_plane_avx512<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T], scratch: &mut Vec<T>) {
+    depthwise_plane_portable(g, x, w, y, scratch)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn depthwise_plane_avx2<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T]) {
-    depthwise_plane_portable(g, x, w, y)
+fn depthwise_plane_avx2<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T], scratch: &mut Vec<T>) {
+    depthwise_plane_portable(g, x, w, y, scratch)
 }
 
-/// `y += w[k] * shifted x` for each kernel tap, with the innermost loop a bounds-check-free
-/// multiply-add over a contiguous output row (written so the compiler vectorizes it).
+/// Output row by output row (so the row stays in L1 while every tap adds to it), `y += w[k] *
+/// shifted x` with the innermost loop a bounds-check-free multiply-add over contiguous memory
+/// (written so the compiler vectorizes it). A stride `s` along the last axis is first undone by
+/// splitting each input row into its `s` phases (elements `q, q+s, q+2s...`), so a tap reads
+/// one phase contiguously.
 #[inline(always)]
-fn depthwise_plane_portable<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T]) {
+fn depthwise_plane_portable<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T], scratch: &mut Vec<T>) {
     let ([i0, i1, i2], [_, o1, o2], [s0, s1, s2]) = (g.i, g.o, g.s);
-    // One weight per tap, in the order `tap_offsets` walks the taps.
-    for (&wv, [off0, off1, off2]) in w.iter().zip(g.tap_offsets()) {
-        let (lo, hi) = valid_range(o2, i2, s2, off2);
-        if lo == hi {
-            continue;
-        }
-        let start = (lo as isize * s2 as isize + off2) as usize;
-        for (r0, dst0) in y.chunks_mut(o1 * o2).enumerate() {
-            let y0 = (r0 * s0) as isize + off0;
-            if y0 < 0 || y0 >= i0 as isize {
-                continue;
+    // Phase q of row r starts at `phase_start[q] + r * phase_len[q]` of `src`.
+    let (src, phase_len): (&[T], Vec<usize>) = if s2 == 1 {
+        (x, vec![i2])
+    } else {
+        let lens: Vec<usize> = (0..s2).map(|q| (i2 + s2 - 1 - q) / s2).collect();
+        scratch.clear();
+        for q in 0..s2 {
+            for row in x.chunks_exact(i2) {
+                scratch.extend(row.iter().skip(q).step_by(s2));
             }
-            for (r1, dst) in dst0.chunks_mut(o2).enumerate() {
+        }
+        (scratch.as_slice(), lens)
+    };
+    let rows = i0 * i1;
+    let phase_start: Vec<usize> =
+        phase_len.iter().scan(0, |acc, l| Some(std::mem::replace(acc, *acc + l * rows))).collect();
+    let taps: Vec<(T, [isize; 3], (usize, usize))> = w
+        .iter()
+        .zip(g.tap_offsets())
+        .map(|(&wv, off)| (wv, off, valid_range(o2, i2, s2, off[2])))
+        .filter(|(_, _, (lo, hi))| lo < hi)
+        .collect();
+    for (r0, dst0) in y.chunks_mut(o1 * o2).enumerate() {
+        for (r1, dst) in dst0.chunks_mut(o2).enumerate() {
+            for &(wv, [off0, off1, off2], (lo, hi)) in &taps {
+                let y0 = (r0 * s0) as isize + off0;
                 let y1 = (r1 * s1) as isize + off1;
-                if y1 < 0 || y1 >= i1 as isize {
+                if y0 < 0 || y0 >= i0 as isize || y1 < 0 || y1 >= i1 as isize {
                     continue;
                 }
-                let src = &x[(y0 as usize * i1 + y1 as usize) * i2..][..i2];
-                let dst = &mut dst[lo..hi];
-                if s2 == 1 {
-                    for (dv, sv) in dst.iter_mut().zip(&src[start..start + (hi - lo)]) {
-                        *dv += wv * *sv;
-                    }
-                } else {
-                    for (dv, sv) in dst.iter_mut().zip(src[start..].iter().step_by(s2)) {
-                        *dv += wv * *sv;
-                    }
+                // Input column of output lo: lo*s2 + off2 = q + s2*j.
+                let col = lo as isize * s2 as isize + off2;
+                let q = col.rem_euclid(s2 as isize) as usize;
+                let j = ((col - q as isize) / s2 as isize) as usize;
+                let row = y0 as usize * i1 + y1 as usize;
+                let base = phase_start[q] + row * phase_len[q] + j;
+                for (dv, sv) in dst[lo..hi].iter_mut().zip(&src[base..base + (hi - lo)]) {
+                    *dv += wv * *sv;
                 }
             }
         }
@@ -398,7 +445,7 @@ impl Kernel for ConvTranspose {
             d: to3(&win.dilations, 1),
             p,
         };
-        let run = Operands { g: &g, x: &x, w: &w, b: b.as_deref(), transpose: true };
+        let run = Operands { g: &g, x: &x, w: &w, b: b.as_deref(), transpose: true, epi: None };
         run.in_compute_type(&[&[n, m], out.as_slice()].concat(), dtype)
     }
 }

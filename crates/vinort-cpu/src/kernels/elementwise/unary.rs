@@ -189,7 +189,15 @@ impl Unary {
         }
         match dt {
             DType::Bool => unary_map::<bool, bool>(x, |v| !v),
-            DType::F32 => float_f32(self, x),
+            DType::F32 => match self {
+                Unary::Exp => vmap(x, crate::vmath::exp),
+                Unary::Tanh => vmap(x, crate::vmath::tanh),
+                Unary::Sigmoid => vmap(x, crate::vmath::sigmoid),
+                Unary::Erf => vmap(x, erf_f32),
+                Unary::Gelu { tanh: false } => vmap(x, super::num::gelu_f32),
+                Unary::Relu => vmap(x, |v| if v < 0.0 { 0.0 } else { v }),
+                _ => float_f32(self, x),
+            },
             DType::F64 => float_f64(self, x),
             _ if is_half(dt) => narrow(float_f32(self, &*widen(x)?)?, dt),
             _ => with_numeric!(int dt, |T| int_op::<T>(self, x), _ => Err(bad_dtype(&format!("{self:?}"), dt))),
@@ -283,6 +291,22 @@ macro_rules! float_ops {
             }
         }
     };
+}
+
+/// An f32 map through [`crate::vmath::map_into`] (compiled for AVX-512 or AVX2 when the CPU
+/// has them), in parallel chunks above [`crate::par::ELEMENTWISE`].
+fn vmap(x: &Tensor, f: impl Fn(f32) -> f32 + Copy + Send + Sync) -> Result<Tensor> {
+    use rayon::prelude::*;
+    let x = x.to_aligned();
+    let xs = x.as_slice::<f32>()?;
+    Ok(Tensor::build::<f32>(x.shape(), |out| {
+        if out.len() >= crate::par::ELEMENTWISE {
+            let chunk = crate::par::ELEMENTWISE_CHUNK;
+            out.par_chunks_mut(chunk).zip(xs.par_chunks(chunk)).for_each(|(o, x)| crate::vmath::map_into(x, o, f));
+        } else {
+            crate::vmath::map_into(xs, out, f);
+        }
+    }))
 }
 
 /// `unary_map` with the output type of the input; each call site's closure is its own loop.

@@ -338,8 +338,14 @@ mod tests {
         let m = build::model(9, &[("", 20)], g);
         let model = Model::from_bytes(m.encode_to_vec()).unwrap_or_else(|e| panic!("{e}"));
         let g = &model.graph;
-        let plan = crate::provider::compile_nodes(g, g.topo_order(), g.inputs(), g.outputs())
-            .unwrap_or_else(|e| panic!("{e}"));
+        let plan = crate::provider::compile_nodes(
+            g,
+            g.topo_order(),
+            g.inputs(),
+            g.outputs(),
+            crate::optimize::OptLevel::Disabled,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let bytes: Value = vec1(b"\x89PNG\r\n\x1a\n broken").into();
         let err = plan.run(&[&bytes], &RunContext::default()).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.contains("decode_photo") && err.contains("PNG"), "{err}");

@@ -10,6 +10,7 @@ use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::common::{Real, View, check_dtype, from_compute, is_real, matmul_into, to_compute, widen_const};
 use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in, tensors_in};
+use crate::kernels::epilogue::{Epilogue, Operands as EpiOperands};
 use crate::numeric::Numeric;
 
 const TYPES: [DType; 8] =
@@ -166,16 +167,23 @@ fn int_product<T: Numeric>(m: usize, n: usize, k: usize, a: impl Fn(usize, usize
 struct MatMul {
     /// B widened to f32 once when it is an f16/bf16 constant.
     b: Option<Tensor>,
+    /// What the graph optimizer fused after it.
+    epi: Epilogue,
 }
 
 pub(crate) fn matmul_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    fused_matmul_factory(info, Epilogue::default())
+}
+
+/// A MatMul followed by the elementwise tail `epi`, applied before the output is sealed.
+pub(crate) fn fused_matmul_factory(info: &NodeInfo<'_>, epi: Epilogue) -> Result<Box<dyn Kernel>> {
     check_dtype(info.node, info.input_dtype(0), &TYPES)?;
     check_dtype(info.node, info.input_dtype(1), &TYPES)?;
     let b = match info.const_input(1) {
         Some(t) if is_real(t.dtype()) => widen_const(t)?,
         _ => None,
     };
-    Ok(Box::new(MatMul { b }))
+    Ok(Box::new(MatMul { b, epi }))
 }
 
 impl Kernel for MatMul {
@@ -187,6 +195,8 @@ impl Kernel for MatMul {
         }
         let plan = MatMulPlan::new(a.shape(), b.shape())?;
         let dtype = a.dtype();
+        let len: usize = plan.out_shape.iter().product();
+        let z = self.epi.operands(inputs, len)?;
         let y = if is_real(dtype) {
             let ac = to_compute(a)?;
             let bc = match &self.b {
@@ -197,9 +207,10 @@ impl Kernel for MatMul {
                 DType::F64 => {
                     Tensor::try_build::<f64, Error>(&plan.out_shape, |o| plan.real(ac.as_slice()?, bc.as_slice()?, o))?
                 }
-                _ => {
-                    Tensor::try_build::<f32, Error>(&plan.out_shape, |o| plan.real(ac.as_slice()?, bc.as_slice()?, o))?
-                }
+                _ => Tensor::try_build::<f32, Error>(&plan.out_shape, |o| {
+                    plan.real(ac.as_slice()?, bc.as_slice()?, o)?;
+                    self.epi.apply(o, 0, plan.out_shape.last().copied().unwrap_or(1), z)
+                })?,
             };
             from_compute(y, dtype)?
         } else {
@@ -224,9 +235,16 @@ struct Gemm {
     /// Opsets before 7 broadcast C only when the `broadcast` attribute says so.
     exact_c: bool,
     b: Option<Tensor>,
+    /// What the graph optimizer fused after it.
+    epi: Epilogue,
 }
 
 pub(crate) fn gemm_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    fused_gemm_factory(info, Epilogue::default())
+}
+
+/// A Gemm followed by the elementwise tail `epi`, applied before the output is sealed.
+pub(crate) fn fused_gemm_factory(info: &NodeInfo<'_>, epi: Epilogue) -> Result<Box<dyn Kernel>> {
     let n = info.node;
     for i in 0..3 {
         check_dtype(n, info.input_dtype(i), &TYPES)?;
@@ -242,6 +260,7 @@ pub(crate) fn gemm_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         trans_b: n.attr_or("transB", false)?,
         exact_c: n.opset < 7 && !n.attr_or("broadcast", false)?,
         b,
+        epi,
     }))
 }
 
@@ -273,7 +292,7 @@ struct Operands<'a> {
 }
 
 impl Gemm {
-    fn real<T: Real>(&self, Operands { dims: (m, n, k), a, b, c }: Operands<'_>) -> Result<Tensor> {
+    fn real<T: Real>(&self, Operands { dims: (m, n, k), a, b, c }: Operands<'_>, z: EpiOperands<'_>) -> Result<Tensor> {
         let mut av = View::rows(a.as_slice::<T>()?, a.shape()[1]);
         let mut bv = View::rows(b.as_slice::<T>()?, b.shape()[1]);
         if self.trans_a {
@@ -296,7 +315,8 @@ impl Gemm {
                 }
                 _ => false,
             };
-            matmul_into((m, n, k), av, bv, out, n, acc, T::from_f64(self.alpha as f64), true)
+            matmul_into((m, n, k), av, bv, out, n, acc, T::from_f64(self.alpha as f64), true)?;
+            self.epi.apply(out, 0, n, z)
         })
     }
 
@@ -364,9 +384,10 @@ impl Kernel for Gemm {
             let cc = c.map(to_compute).transpose()?;
             let cc = cc.as_deref().zip(cs).map(|(t, (rs, cs))| (t, rs, cs));
             let ops = Operands { dims, a: &ac, b: &bc, c: cc };
+            let z = self.epi.operands(inputs, m * n)?;
             let y = match ac.dtype() {
-                DType::F64 => self.real::<f64>(ops)?,
-                _ => self.real::<f32>(ops)?,
+                DType::F64 => self.real::<f64>(ops, z)?,
+                _ => self.real::<f32>(ops, z)?,
             };
             from_compute(y, dtype)?
         } else {

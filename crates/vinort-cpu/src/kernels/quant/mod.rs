@@ -19,9 +19,11 @@ use crate::numeric;
 
 pub mod dynamic;
 pub mod minifloat;
+pub(crate) mod packed;
 pub mod qconv;
 pub mod qdq;
 pub mod qmatmul;
+pub(crate) mod round;
 #[cfg(test)]
 mod tests;
 

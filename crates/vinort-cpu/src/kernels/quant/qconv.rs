@@ -11,10 +11,12 @@
 use rayon::prelude::*;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
-use super::{PAR_MIN, int_range, load_f32, load_i32, store_int};
+use super::{PAR_MIN, int_range, load_f32, load_i32, round, store_int};
 use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
-use crate::kernels::conv::im2col::{Geo3, im2col};
+use crate::kernels::conv::im2col::{Geo3, im2col, im2col_pad};
+use crate::kernels::conv::standard::depthwise_plane;
 use crate::kernels::window::WindowAttrs;
+use crate::qgemm::{Int8, PackedB, qgemm};
 
 pub(crate) fn register(r: &mut Registry) {
     r.op("", "ConvInteger", conv_integer_factory);
@@ -38,6 +40,144 @@ pub(crate) fn parse_conv(info: &NodeInfo<'_>, x: usize, w: usize) -> Result<Conv
     let group = n.attr_or::<i64>("group", 1)?;
     let group = usize::try_from(group).ok().filter(|g| *g > 0).ok_or_else(|| n.error("group must be positive"))?;
     Ok(ConvAttrs { window: WindowAttrs::parse(n)?, group })
+}
+
+/// The integer convolution of raw int8 operands, exact: `Σ (x − zx)(w − zw)` in i32 (wrapping).
+/// A depthwise window of at most 258 taps runs in f32, where every partial sum of products of
+/// 9-bit values is an integer below 2²⁴ and so exact; any other convolution is one
+/// [`crate::qgemm`] product per (image, group) of the weights (rows, zero point per output
+/// channel) and the input columns (`im2col` padded with `zx`, so padding adds nothing; a 1x1
+/// stride-1 unpadded conv reads the input itself), written straight into the NCHW output.
+/// None when the operands are not 8-bit or a zero point is not per tensor / per channel.
+fn conv_int8(
+    attrs: &ConvAttrs,
+    x: &Tensor,
+    zx: Option<&Tensor>,
+    w: &Tensor,
+    zw: Option<&Tensor>,
+) -> Result<Option<(Vec<usize>, Vec<i32>)>> {
+    let (xs, ws) = (x.shape(), w.shape());
+    if !matches!(x.dtype(), DType::U8 | DType::I8)
+        || !matches!(w.dtype(), DType::U8 | DType::I8)
+        || xs.len() < 3
+        || xs.len() > 5
+        || ws.len() != xs.len()
+    {
+        return Ok(None);
+    }
+    let (n, c, m, cg) = (xs[0], xs[1], ws[0], ws[1]);
+    let g = attrs.group;
+    if cg * g != c || m % g != 0 {
+        return Err(Error::invalid(format!("channels {c} and {m} do not split into {g} groups (w {ws:?})")));
+    }
+    let zx = match zx.map(load_i32).transpose()?.as_deref() {
+        None => 0,
+        Some([z]) => *z,
+        Some(_) => return Ok(None),
+    };
+    let zw = match zw.map(load_i32).transpose()? {
+        None => vec![0; m],
+        Some(z) if z.len() == 1 => vec![z[0]; m],
+        Some(z) if z.len() == m => z,
+        Some(_) => return Ok(None),
+    };
+    let kernel = &ws[2..];
+    if let Some(k) = &attrs.window.kernel
+        && k.as_slice() != kernel
+    {
+        return Err(Error::invalid(format!("kernel_shape {k:?} differs from the weights' {kernel:?}")));
+    }
+    let win = attrs.window.resolve(kernel)?;
+    let geo = win.geometry(&xs[2..])?;
+    let g3 = Geo3::forward((n, c, m, g), &xs[2..], &win, &geo);
+    let ((_, mg), [pi, po, pk]) = g3.sizes();
+    let kdim = cg * pk;
+    let (x, w) = (x.to_aligned(), w.to_aligned());
+    let mut out = vec![0i32; n * m * po];
+    let mut shape = vec![n, m];
+    shape.extend_from_slice(&geo.out);
+    if out.is_empty() {
+        return Ok(Some((shape, out)));
+    }
+    if cg == 1 && mg == 1 && pk <= 258 {
+        let xf = load_i32(&x)?;
+        let wf = load_i32(&w)?;
+        let wf: Vec<f32> = wf.iter().enumerate().map(|(i, v)| (v - zw[i / pk]) as f32).collect();
+        let task = |t: usize, y: &mut [i32], buf: &mut (Vec<f32>, Vec<f32>, Vec<f32>)| {
+            let ci = t % c;
+            let (xs, ys, scratch) = buf;
+            xs.clear();
+            xs.extend(xf[t * pi..][..pi].iter().map(|v| (v - zx) as f32));
+            ys.clear();
+            ys.resize(po, 0.0);
+            depthwise_plane(&g3, xs, &wf[ci * pk..][..pk], ys, scratch);
+            y.iter_mut().zip(ys.iter()).for_each(|(y, v)| *y = *v as i32);
+        };
+        if out.len() * pk < PAR_MIN {
+            let mut buf = Default::default();
+            out.chunks_mut(po).enumerate().for_each(|(t, y)| task(t, y, &mut buf));
+        } else {
+            out.par_chunks_mut(po).enumerate().for_each_init(Default::default, |buf, (t, y)| task(t, y, buf));
+        }
+        return Ok(Some((shape, out)));
+    }
+    let pointwise = pk == 1 && g3.s == [1; 3] && g3.p == [0; 3] && g3.o == g3.i;
+    for ni in 0..n {
+        for gi in 0..g {
+            let wg = match w.dtype() {
+                DType::U8 => Int8::U8(&w.as_slice::<u8>()?[gi * mg * kdim..][..mg * kdim]),
+                _ => Int8::I8(&w.as_slice::<i8>()?[gi * mg * kdim..][..mg * kdim]),
+            };
+            let off = (ni * c + gi * cg) * pi;
+            let packed = match x.dtype() {
+                DType::U8 => pack_cols(
+                    &g3,
+                    cg,
+                    &x.as_slice::<u8>()?[off..][..cg * pi],
+                    (kdim, po),
+                    pointwise,
+                    (zx as u8, zx),
+                    |s| Int8::U8(s),
+                )?,
+                _ => pack_cols(
+                    &g3,
+                    cg,
+                    &x.as_slice::<i8>()?[off..][..cg * pi],
+                    (kdim, po),
+                    pointwise,
+                    (zx as i8, zx),
+                    |s| Int8::I8(s),
+                )?,
+            };
+            let y = &mut out[(ni * m + gi * mg) * po..][..mg * po];
+            qgemm(mg, wg, kdim, &zw[gi * mg..][..mg], &packed, y, po, true).map_err(Error::invalid)?;
+        }
+    }
+    Ok(Some((shape, out)))
+}
+
+/// One (image, group)'s input columns (kdim x po) packed as qgemm's right operand.
+fn pack_cols<T: Copy + Default>(
+    g3: &Geo3,
+    cg: usize,
+    xg: &[T],
+    (kdim, po): (usize, usize),
+    pointwise: bool,
+    (pad, zx): (T, i32),
+    wrap: impl Fn(&[T]) -> Int8<'_>,
+) -> Result<PackedB> {
+    let col: Vec<T>;
+    let cols: &[T] = if pointwise {
+        xg
+    } else {
+        col = {
+            let mut v = vec![T::default(); kdim * po];
+            im2col_pad(g3, cg, xg, &mut v, pad);
+            v
+        };
+        &col
+    };
+    PackedB::new(wrap(cols), kdim, po, false, &[zx]).map_err(Error::invalid)
 }
 
 /// The shifted integer convolution: output shape and i32 elements.
@@ -133,9 +273,11 @@ impl Kernel for ConvInteger {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
         let x = tensor_in(inputs, 0)?;
         let w = tensor_in(inputs, 1)?;
-        let xv = shift_x(x, opt_tensor_in(inputs, 2)?)?;
-        let wv = shift_w(w, opt_tensor_in(inputs, 3)?)?;
-        let (shape, y) = conv_i32(&self.0, &xv, x.shape(), &wv, w.shape())?;
+        let (zx, zw) = (opt_tensor_in(inputs, 2)?, opt_tensor_in(inputs, 3)?);
+        let (shape, y) = match conv_int8(&self.0, x, zx, w, zw)? {
+            Some(r) => r,
+            None => conv_i32(&self.0, &shift_x(x, zx)?, x.shape(), &shift_w(w, zw)?, w.shape())?,
+        };
         Ok(vec![Tensor::from_vec(&shape, y)?.into()])
     }
 }
@@ -184,9 +326,11 @@ pub(crate) fn qlinear_conv(attrs: &ConvAttrs, inputs: &[Option<&Value>]) -> Resu
         let bias = opt_tensor_in(inputs, 8)?;
         check_zp_type(inputs, 0, 2)?;
         check_zp_type(inputs, 3, 5)?;
-        let xv = shift_x(x, opt_tensor_in(inputs, 2)?)?;
-        let wv = shift_w(w, opt_tensor_in(inputs, 5)?)?;
-        let (shape, acc) = conv_i32(attrs, &xv, x.shape(), &wv, w.shape())?;
+        let (zx, zw) = (opt_tensor_in(inputs, 2)?, opt_tensor_in(inputs, 5)?);
+        let (shape, acc) = match conv_int8(attrs, x, zx, w, zw)? {
+            Some(r) => r,
+            None => conv_i32(attrs, &shift_x(x, zx)?, x.shape(), &shift_w(w, zw)?, w.shape())?,
+        };
         let m = shape[1];
         if w_scale.len() != 1 && w_scale.len() != m {
             return Err(Error::invalid(format!("w_scale has {} elements for {m} output channels", w_scale.len())));
@@ -209,17 +353,17 @@ pub(crate) fn qlinear_conv(attrs: &ConvAttrs, inputs: &[Option<&Value>]) -> Resu
             None => 0.0,
         };
         let plane: usize = shape[2..].iter().product();
-        let q: Vec<i32> = acc
-            .iter()
-            .enumerate()
-            .map(|(i, a)| {
-                let oc = i.checked_div(plane).unwrap_or(0) % m.max(1);
+        let fill = |o: &mut [i32]| {
+            for (i, (block, acc)) in o.chunks_mut(plane.max(1)).zip(acc.chunks(plane.max(1))).enumerate() {
+                let oc = i % m.max(1);
                 let ws = if w_scale.len() == 1 { w_scale[0] } else { w_scale[oc] };
                 let mult = (x_scale * ws / y_scale) as f64;
-                let a = a.wrapping_add(bias.as_ref().map_or(0, |b| b[oc]));
-                (a as f64 * mult + zp).round_ties_even().clamp(lo as f64, hi as f64) as i32
-            })
-            .collect();
+                let b = bias.as_ref().map_or(0, |b| b[oc]);
+                round::requantize(acc, b, mult, zp, (lo as f64, hi as f64), block, |v| v as i32);
+            }
+        };
+        let mut q = vec![0i32; acc.len()];
+        fill(&mut q);
         store_int(out_dtype, &shape, &q)
     }
 }

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use vinort_ir::{DType, Error, Node, Result, RunContext, Tensor, Value};
 
 use super::minifloat::{self, Format};
-use super::{int_range, load_f32, load_i32, round_to, store_float, store_int};
+use super::{int_range, load_f32, load_i32, round, round_to, store_float, store_int};
 use crate::kernel::{Kernel, NodeInfo, Registry, norm_axis, opt_tensor_in, tensors_in};
 use crate::par;
 
@@ -194,6 +194,24 @@ impl Quantize {
             (DType::BF16, DType::BF16) => DType::BF16,
             _ => DType::F32,
         });
+        // The common case (f32 data, one f32 scale, an 8-bit result) in one vectorized pass.
+        if x.dtype() == DType::F32
+            && scale.dtype() == DType::F32
+            && prec == DType::F32
+            && scale.len() == 1
+            && zp.is_none_or(|z| z.len() == 1)
+            && matches!(out_dtype, DType::U8 | DType::I8)
+        {
+            let x = x.to_aligned();
+            let (xs, s) = (x.as_slice::<f32>()?, scale.to_aligned().as_slice::<f32>()?[0]);
+            let z = zp.map(load_i32).transpose()?.map_or(0, |z| z[0]) as f32;
+            return match out_dtype {
+                DType::U8 => {
+                    Ok(Tensor::build::<u8>(x.shape(), |o| round::quantize(xs, s, z, (0.0, 255.0), o, |v| v as u8)))
+                }
+                _ => Ok(Tensor::build::<i8>(x.shape(), |o| round::quantize(xs, s, z, (-128.0, 127.0), o, |v| v as i8))),
+            };
+        }
         let xs = load_f32(x)?;
         let sc: Vec<f32> = load_f32(scale)?.into_iter().map(|s| round_to(prec, s)).collect();
         let quot = |i: usize, p: usize| round_to(prec, round_to(prec, xs[i]) / sc[p]);

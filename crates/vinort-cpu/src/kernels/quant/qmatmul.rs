@@ -186,6 +186,19 @@ fn qlinear_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 fn integer_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
+    super::packed::packed_factory(info, generic_integer_factory(info)?, None)
+}
+
+/// MatMulInteger with a constant B packed at build time (when B is one) and the optimizer's
+/// float tail `epi`.
+pub(crate) fn fused_integer_factory(
+    info: &NodeInfo<'_>,
+    epi: crate::kernels::epilogue::Epilogue,
+) -> Result<Box<dyn Kernel>> {
+    super::packed::packed_factory(info, generic_integer_factory(info)?, Some(epi))
+}
+
+fn generic_integer_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     for i in [0, 1] {
         if let Some(d) = info.input_dtype(i)
             && !is_int8(d)

@@ -162,3 +162,100 @@ fn dynamic_quantize_spec_example() {
     assert_eq!(z, 153);
     assert_eq!(y, vec![153, 255, 0, 26, 221, 179]);
 }
+
+/// A naive ConvInteger (2-D, NCHW) straight from the definition: `Σ (x − zx)(w − zw[m])` over
+/// each window, padding contributing nothing, in i64 then wrapped to i32.
+#[allow(clippy::too_many_arguments)]
+fn naive_conv_integer(
+    x: &[i32],
+    [n, c, h, wd]: [usize; 4],
+    w: &[i32],
+    [m, cg, kh, kw]: [usize; 4],
+    zx: i32,
+    zw: &[i32],
+    (group, stride, pad, dil): (usize, usize, usize, usize),
+) -> (Vec<usize>, Vec<i32>) {
+    let oh = (h + 2 * pad - dil * (kh - 1) - 1) / stride + 1;
+    let ow = (wd + 2 * pad - dil * (kw - 1) - 1) / stride + 1;
+    let mg = m / group;
+    let mut out = vec![0i32; n * m * oh * ow];
+    for ni in 0..n {
+        for oc in 0..m {
+            let gi = oc / mg;
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let mut acc = 0i64;
+                    for ci in 0..cg {
+                        for ky in 0..kh {
+                            for kx in 0..kw {
+                                let iy = (oy * stride + ky * dil) as i64 - pad as i64;
+                                let ix = (ox * stride + kx * dil) as i64 - pad as i64;
+                                if iy < 0 || ix < 0 || iy >= h as i64 || ix >= wd as i64 {
+                                    continue;
+                                }
+                                let xv = x[((ni * c + gi * cg + ci) * h + iy as usize) * wd + ix as usize] - zx;
+                                let wv = w[((oc * cg + ci) * kh + ky) * kw + kx] - zw[oc];
+                                acc += i64::from(xv) * i64::from(wv);
+                            }
+                        }
+                    }
+                    out[((ni * m + oc) * oh + oy) * ow + ox] = acc as i32;
+                }
+            }
+        }
+    }
+    (vec![n, m, oh, ow], out)
+}
+
+proptest! {
+    #![proptest_config(config(48))]
+
+    /// ConvInteger (the packed int8 product, and the exact-f32 depthwise path) equals the
+    /// definition: plain, grouped and depthwise, 1x1 to 5x5 windows, strides, pads,
+    /// dilations, u8 or i8 operands, per-tensor or per-channel weight zero points.
+    #[test]
+    fn conv_integer_matches_definition(seed in any::<u64>(), kind in 0usize..4, k in 1usize..6, stride in 1usize..3,
+                                       pad in 0usize..3, dil in 1usize..3, x_signed in any::<bool>(),
+                                       w_signed in any::<bool>(), per_channel in any::<bool>()) {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let (n, c, m, group) = match kind {
+            0 => (1, 3, 5, 1),
+            1 => (2, 4, 6, 2),
+            2 => (1, 6, 6, 6),
+            _ => (2, 16, 8, 1),
+        };
+        let (h, wd) = (k * dil + rng.random_range(0..6), k * dil + rng.random_range(0..6));
+        let cg = c / group;
+        let draw = |rng: &mut rand::rngs::StdRng, len: usize, signed: bool| -> Vec<i32> {
+            (0..len).map(|_| if signed { rng.random_range(-128..128) } else { rng.random_range(0..256) }).collect()
+        };
+        let xv = draw(&mut rng, n * c * h * wd, x_signed);
+        let wv = draw(&mut rng, m * cg * k * k, w_signed);
+        let zx = draw(&mut rng, 1, x_signed)[0];
+        let zw = draw(&mut rng, if per_channel { m } else { 1 }, w_signed);
+        let t = |v: &[i32], shape: &[usize], signed: bool| {
+            if signed { Tensor::from_vec(shape, v.iter().map(|v| *v as i8).collect::<Vec<_>>()) }
+            else { Tensor::from_vec(shape, v.iter().map(|v| *v as u8).collect::<Vec<_>>()) }
+        }.unwrap_or_else(|e| panic!("{e}"));
+        let zw_shape = [zw.len()];
+        let inputs = [
+            Some(t(&xv, &[n, c, h, wd], x_signed)),
+            Some(t(&wv, &[m, cg, k, k], w_signed)),
+            Some(t(&[zx], &[], x_signed)),
+            Some(t(&zw, &zw_shape, w_signed)),
+        ];
+        let p = pad as i64;
+        let node = crate::test_support::op("ConvInteger", 10).inputs(4).attrs([
+            ("group", vinort_ir::Attr::Int(group as i64)),
+            ("strides", vinort_ir::Attr::Ints(vec![stride as i64; 2])),
+            ("pads", vinort_ir::Attr::Ints(vec![p; 4])),
+            ("dilations", vinort_ir::Attr::Ints(vec![dil as i64; 2])),
+        ]).build();
+        let got = crate::test_support::run_node(&node, &inputs).unwrap_or_else(|e| panic!("{e}"));
+        let zw_full: Vec<i32> = if per_channel { zw.clone() } else { vec![zw[0]; m] };
+        let (shape, want) = naive_conv_integer(&xv, [n, c, h, wd], &wv, [m, cg, k, k], zx, &zw_full, (group, stride, pad, dil));
+        prop_assert_eq!(got[0].shape(), shape.as_slice());
+        prop_assert_eq!(got[0].as_slice::<i32>().unwrap_or_default(), want.as_slice());
+    }
+}

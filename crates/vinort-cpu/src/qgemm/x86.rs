@@ -1,0 +1,365 @@
+//! The x86-64 kernels: AVX-512 VNNI and AVX2.
+
+use super::{ABlock, LANES, Line, MR, PackedB, Panel, PanelView};
+use std::arch::x86_64::*;
+
+/// AVX-512 VNNI block driver: every panel sweeps over all row tiles of `a`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vl")]
+pub(super) fn vnni_block(a: ABlock<'_>, b: &PackedB, panels: &[Panel], c: &mut [i32], ldc: usize, col_base: usize) {
+    for panel in panels {
+        let p = b.view(panel);
+        for (t, tile) in a.tiles().enumerate() {
+            let cc = &mut c[t * MR * ldc + panel.col0 - col_base..];
+            // At most 8 columns in the last line: a ymm does them.
+            let half = (panel.ncols - 1) % LANES < 8;
+            match (panel.nv, half) {
+                (1, false) => vnni_rows::<1, false>(&tile, &p, cc, ldc),
+                (2, false) => vnni_rows::<2, false>(&tile, &p, cc, ldc),
+                (_, false) => vnni_rows::<3, false>(&tile, &p, cc, ldc),
+                (1, true) => vnni_rows::<1, true>(&tile, &p, cc, ldc),
+                (2, true) => vnni_rows::<2, true>(&tile, &p, cc, ldc),
+                (_, true) => vnni_rows::<3, true>(&tile, &p, cc, ldc),
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vl")]
+fn vnni_rows<const NV: usize, const HALF: bool>(t: &ABlock<'_>, p: &PanelView<'_>, c: &mut [i32], ldc: usize) {
+    match t.rows {
+        1 => vnni_tile::<1, NV, HALF>(t, p, c, ldc),
+        2 => vnni_tile::<2, NV, HALF>(t, p, c, ldc),
+        3 => vnni_tile::<3, NV, HALF>(t, p, c, ldc),
+        4 => vnni_tile::<4, NV, HALF>(t, p, c, ldc),
+        5 => vnni_tile::<5, NV, HALF>(t, p, c, ldc),
+        6 => vnni_tile::<6, NV, HALF>(t, p, c, ldc),
+        7 => vnni_tile::<7, NV, HALF>(t, p, c, ldc),
+        _ => vnni_tile::<MR, NV, HALF>(t, p, c, ldc),
+    }
+}
+
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn load_line(l: &Line) -> __m512i {
+    // SAFETY: `Line` is 64 bytes, 64-byte aligned.
+    unsafe { _mm512_load_si512(l.0.as_ptr().cast()) }
+}
+
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn load_i32x16(x: &[i32; 16]) -> __m512i {
+    // SAFETY: `x` is 64 readable bytes; the load is unaligned.
+    unsafe { _mm512_loadu_si512(x.as_ptr().cast()) }
+}
+
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn to_i32x16(v: __m512i) -> [i32; 16] {
+    let mut x = [0i32; 16];
+    // SAFETY: `x` is 64 writable bytes; the store is unaligned.
+    unsafe { _mm512_storeu_si512(x.as_mut_ptr().cast(), v) };
+    x
+}
+
+/// One k group: `acc[r][v] += dot4(a'[r], B'[v])` for all rows and
+/// lines, and with `RS`, lane r of `rs` += the 4 bytes of `a'[r]`
+/// (`a' = word ^ xor`). With `HALF`, the last line has at most 8 columns
+/// and is done in a ymm register (its upper lanes are never stored).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vl")]
+fn vnni_step<const R: usize, const NV: usize, const HALF: bool, const RS: bool>(
+    acc: &mut [[__m512i; NV]; R],
+    rs: &mut __m512i,
+    words: &[u32; R],
+    xor: __m512i,
+    group: &[Line; NV],
+) {
+    let mut bv = [_mm512_setzero_si512(); NV];
+    for (v, (x, line)) in bv.iter_mut().zip(group).enumerate() {
+        *x = if HALF && v == NV - 1 {
+            // SAFETY: `Line` is 64 bytes, 64-byte aligned: its first 32
+            // are an aligned ymm.
+            _mm512_castsi256_si512(unsafe { _mm256_load_si256(line.0.as_ptr().cast()) })
+        } else {
+            load_line(line)
+        };
+    }
+    // The R words gathered in lanes 0..R (blends run beside vpdpbusd).
+    let mut wv = _mm512_setzero_si512();
+    for (r, (accr, &w)) in acc.iter_mut().zip(words).enumerate() {
+        let av = _mm512_xor_si512(_mm512_set1_epi32(w as i32), xor);
+        if RS {
+            wv = _mm512_mask_mov_epi32(wv, 1 << r, av);
+        }
+        for (v, (s, &bx)) in accr.iter_mut().zip(&bv).enumerate() {
+            *s = if HALF && v == NV - 1 {
+                let (s256, a256) = (_mm512_castsi512_si256(*s), _mm512_castsi512_si256(av));
+                _mm512_castsi256_si512(_mm256_dpbusd_epi32(s256, a256, _mm512_castsi512_si256(bx)))
+            } else {
+                _mm512_dpbusd_epi32(*s, av, bx)
+            };
+        }
+    }
+    if RS {
+        *rs = _mm512_dpbusd_epi32(*rs, wv, _mm512_set1_epi8(1));
+    }
+}
+
+/// Bytes `4g .. 4g + 4` of rows `0 .. R` of `t`, as stored.
+///
+/// # Safety
+///
+/// `4·g + 4 <= t.k` and `t.a` holds R rows of `t.k` bytes at stride
+/// `t.lda` (`t.rows == R && t.covers_rows()`).
+#[inline]
+unsafe fn read_words<const R: usize>(t: &ABlock<'_>, g: usize) -> [u32; R] {
+    let mut words = [0u32; R];
+    for (r, w) in words.iter_mut().enumerate() {
+        // SAFETY: by the contract, r·lda + 4·g + 4 <= (R − 1)·lda + k <= t.a.len().
+        *w = unsafe { t.a.as_ptr().add(r * t.lda + 4 * g).cast::<u32>().read_unaligned() };
+    }
+    words
+}
+
+/// `R` rows × `NV`·16 columns of C.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vl")]
+fn vnni_tile<const R: usize, const NV: usize, const HALF: bool>(
+    t: &ABlock<'_>,
+    p: &PanelView<'_>,
+    c: &mut [i32],
+    ldc: usize,
+) {
+    let (acc, rs) = if t.need_rs { vnni_dot::<R, NV, HALF, true>(t, p) } else { vnni_dot::<R, NV, HALF, false>(t, p) };
+    let rs = to_i32x16(rs);
+    match (p.zb_uniform.is_some(), t.za_uniform.is_some()) {
+        (false, false) => vnni_store::<R, NV, false, false>(&acc, &rs, t, p, c, ldc),
+        (false, true) => vnni_store::<R, NV, false, true>(&acc, &rs, t, p, c, ldc),
+        (true, false) => vnni_store::<R, NV, true, false>(&acc, &rs, t, p, c, ldc),
+        (true, true) => vnni_store::<R, NV, true, true>(&acc, &rs, t, p, c, ldc),
+    }
+}
+
+/// The dot products `Σ a'·b'` of a tile, and (with `RS`) the row sums of
+/// `a'` in lanes 0..R. Kept out of line so that the accumulators stay in
+/// registers for the whole k loop.
+#[inline(never)]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vl")]
+fn vnni_dot<const R: usize, const NV: usize, const HALF: bool, const RS: bool>(
+    t: &ABlock<'_>,
+    p: &PanelView<'_>,
+) -> ([[__m512i; NV]; R], __m512i) {
+    let (groups, _) = p.lines.as_chunks::<NV>();
+    let full = t.k / 4;
+    // Guards the raw reads below: R rows of k bytes at stride lda.
+    assert!(t.rows == R && t.covers_rows() && groups.len() == t.k.div_ceil(4));
+    let mut acc = [[_mm512_setzero_si512(); NV]; R];
+    let mut rs = _mm512_setzero_si512();
+    let xor = _mm512_set1_epi32(t.xor() as i32);
+    if R * NV < 6 {
+        // Few accumulators: a second set over odd k groups hides the
+        // latency of vpdpbusd.
+        let mut acc2 = [[_mm512_setzero_si512(); NV]; R];
+        let mut rs2 = _mm512_setzero_si512();
+        let (pairs, _) = groups[..full].as_chunks::<2>();
+        for (i, [even, odd]) in pairs.iter().enumerate() {
+            // SAFETY: 2i + 1 < k / 4, and `t` holds R rows (asserted above).
+            let (w0, w1) = unsafe { (read_words::<R>(t, 2 * i), read_words::<R>(t, 2 * i + 1)) };
+            vnni_step::<R, NV, HALF, RS>(&mut acc, &mut rs, &w0, xor, even);
+            vnni_step::<R, NV, HALF, RS>(&mut acc2, &mut rs2, &w1, xor, odd);
+        }
+        if full % 2 == 1 {
+            // SAFETY: full − 1 < k / 4, and `t` holds R rows (asserted above).
+            let words = unsafe { read_words::<R>(t, full - 1) };
+            vnni_step::<R, NV, HALF, RS>(&mut acc, &mut rs, &words, xor, &groups[full - 1]);
+        }
+        for (a, b) in acc.iter_mut().zip(&acc2) {
+            for (x, &y) in a.iter_mut().zip(b) {
+                *x = _mm512_add_epi32(*x, y);
+            }
+        }
+        rs = _mm512_add_epi32(rs, rs2);
+    } else {
+        for (g, group) in groups[..full].iter().enumerate() {
+            // SAFETY: g < k / 4, and `t` holds R rows (asserted above).
+            let words = unsafe { read_words::<R>(t, g) };
+            vnni_step::<R, NV, HALF, RS>(&mut acc, &mut rs, &words, xor, group);
+        }
+    }
+    if let Some(group) = groups.get(full) {
+        // k % 4 != 0: the last group, zero-padded (after the xor, so that
+        // the row sums stay right; packed B is zero there anyway).
+        let rem = t.k % 4;
+        let keep = (1u32 << (8 * rem)) - 1;
+        let mut words = [0u32; R];
+        for (r, w) in words.iter_mut().enumerate() {
+            let x = if t.k >= 4 {
+                // The last 4 bytes of the row, shifted to keep its last `rem`.
+                // SAFETY: bytes k − 4 .. k of row r < R lie in `t.a`
+                // (asserted above).
+                let x = unsafe { t.a.as_ptr().add(r * t.lda + t.k - 4).cast::<u32>().read_unaligned() };
+                x >> (8 * (4 - rem))
+            } else {
+                t.word(r, full)
+            };
+            *w = x ^ (t.xor() & keep);
+        }
+        vnni_step::<R, NV, HALF, RS>(&mut acc, &mut rs, &words, _mm512_setzero_si512(), group);
+    }
+    (acc, rs)
+}
+
+/// Stores `C = dot − rs·zb' − za'·(colsum − k·zb')` for a tile. `ZB_U` /
+/// `ZA_U`: `zb'` / `za'` is uniform, so its product is a scalar per row /
+/// a vector per tile instead of a vector product per output vector.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vl")]
+fn vnni_store<const R: usize, const NV: usize, const ZB_U: bool, const ZA_U: bool>(
+    acc: &[[__m512i; NV]; R],
+    rs: &[i32; 16],
+    t: &ABlock<'_>,
+    p: &PanelView<'_>,
+    c: &mut [i32],
+    ldc: usize,
+) {
+    let (zq, _) = p.zq.as_chunks::<16>();
+    let (csk, _) = p.csk.as_chunks::<16>();
+    let zb_u = p.zb_uniform.unwrap_or(0);
+    let za_u = _mm512_set1_epi32(t.za_uniform.unwrap_or(0));
+    for (r, (accr, &rs)) in acc.iter().zip(rs).enumerate() {
+        let rs_zb = _mm512_set1_epi32(rs.wrapping_mul(zb_u));
+        let rs = _mm512_set1_epi32(rs);
+        let za = if ZA_U { za_u } else { _mm512_set1_epi32(t.za(r)) };
+        let row = &mut c[r * ldc..][..p.ncols];
+        for ((out, &s), (zq, csk)) in row.chunks_mut(LANES).zip(accr).zip(zq.iter().zip(csk)) {
+            let row_term = if ZB_U { rs_zb } else { _mm512_mullo_epi32(rs, load_i32x16(zq)) };
+            // With a uniform za' this product is the same for every row
+            // (LLVM hoists it out of the row loop).
+            let col_term = _mm512_mullo_epi32(za, load_i32x16(csk));
+            let v = _mm512_sub_epi32(_mm512_sub_epi32(s, row_term), col_term);
+            let mask = (u32::MAX >> (32 - out.len())) as u16;
+            // SAFETY: `out` has 1..=16 elements and `mask` enables
+            // exactly its first `out.len()` lanes: no other lane is written.
+            unsafe { _mm512_mask_storeu_epi32(out.as_mut_ptr(), mask, v) };
+        }
+    }
+}
+
+/// `Σ (x ^ xor)` over `row`, 32 bytes per `vpsadbw`.
+#[target_feature(enable = "avx2")]
+pub(super) fn row_sum_avx2(row: &[u8], xor: u8) -> u32 {
+    let x = _mm256_set1_epi8(xor as i8);
+    let zero = _mm256_setzero_si256();
+    let mut acc = zero;
+    let (chunks, tail) = row.as_chunks::<32>();
+    for chunk in chunks {
+        // SAFETY: `chunk` is 32 readable bytes; the load is unaligned.
+        let v = unsafe { _mm256_loadu_si256(chunk.as_ptr().cast()) };
+        acc = _mm256_add_epi64(acc, _mm256_sad_epu8(_mm256_xor_si256(v, x), zero));
+    }
+    let mut lanes = [0u64; 4];
+    // SAFETY: `lanes` is 32 writable bytes; the store is unaligned.
+    unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), acc) };
+    let sum = lanes.iter().fold(0u64, |s, &x| s.wrapping_add(x)) as u32;
+    sum.wrapping_add(super::row_sum_portable(tail, xor))
+}
+
+/// AVX2 block driver (exact: `vpmaddwd` on `i16`-widened bytes).
+#[target_feature(enable = "avx2")]
+pub(super) fn avx2_block(a: ABlock<'_>, b: &PackedB, panels: &[Panel], c: &mut [i32], ldc: usize, col_base: usize) {
+    // Each 4-byte word of a' widened once to four u16 (a 64-bit lane).
+    let kg = a.k.div_ceil(4);
+    let mut wide = vec![0u64; a.rows * kg];
+    let spread = |w: u32| {
+        let x = u64::from(w ^ a.xor());
+        (x & 0xFF) | (x & 0xFF00) << 8 | (x & 0xFF_0000) << 16 | (x & 0xFF00_0000) << 24
+    };
+    if kg > 0 {
+        for (r, out) in wide.chunks_exact_mut(kg).enumerate() {
+            let (words, _) = a.a[r * a.lda..][..a.k].as_chunks::<4>();
+            for (x, w) in out.iter_mut().zip(words) {
+                *x = spread(u32::from_le_bytes(*w));
+            }
+            if words.len() < kg {
+                out[kg - 1] = spread(a.word(r, kg - 1));
+            }
+        }
+    }
+    for panel in panels {
+        let p = b.view(panel);
+        for (t, tile) in a.tiles().enumerate() {
+            for r0 in (0..tile.rows).step_by(4) {
+                let sub = tile.sub(r0, 4);
+                let row0 = t * MR + r0;
+                let w = &wide[row0 * kg..(row0 + sub.rows) * kg];
+                let cc = &mut c[row0 * ldc + panel.col0 - col_base..];
+                match sub.rows {
+                    1 => avx2_tile::<1>(&sub, w, &p, cc, ldc),
+                    2 => avx2_tile::<2>(&sub, w, &p, cc, ldc),
+                    3 => avx2_tile::<3>(&sub, w, &p, cc, ldc),
+                    _ => avx2_tile::<4>(&sub, w, &p, cc, ldc),
+                }
+            }
+        }
+    }
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn widen16(x: &[i8; 16]) -> __m256i {
+    // SAFETY: `x` is 16 readable bytes; the load is unaligned.
+    _mm256_cvtepi8_epi16(unsafe { _mm_loadu_si128(x.as_ptr().cast()) })
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn load_i32x8(x: &[i32; 8]) -> __m256i {
+    // SAFETY: `x` is 32 readable bytes; the load is unaligned.
+    unsafe { _mm256_loadu_si256(x.as_ptr().cast()) }
+}
+
+/// `R` rows (`wide`: their widened words, `kg` per row), 8 columns at a time.
+#[target_feature(enable = "avx2")]
+fn avx2_tile<const R: usize>(t: &ABlock<'_>, wide: &[u64], p: &PanelView<'_>, c: &mut [i32], ldc: usize) {
+    let kg = t.k.div_ceil(4);
+    let (zq, _) = p.zq.as_chunks::<8>();
+    let (csk, _) = p.csk.as_chunks::<8>();
+    for (col, (zq, csk)) in (0..p.ncols).step_by(8).zip(zq.iter().zip(csk)) {
+        let (v, half) = (col / LANES, (col % LANES) / 8);
+        let mut lo = [_mm256_setzero_si256(); R];
+        let mut hi = [_mm256_setzero_si256(); R];
+        for (g, group) in p.lines.chunks_exact(p.nv).enumerate() {
+            let (quarters, _) = group[v].0.as_chunks::<16>();
+            // Columns col..col+4 and col+4..col+8, 4 k values each, as i16.
+            let b_lo = widen16(&quarters[2 * half]);
+            let b_hi = widen16(&quarters[2 * half + 1]);
+            for (r, (l, h)) in lo.iter_mut().zip(&mut hi).enumerate() {
+                // a0 a1 a2 a3 as u16, repeated over the register.
+                let aw = _mm256_set1_epi64x(wide[r * kg + g] as i64);
+                *l = _mm256_add_epi32(*l, _mm256_madd_epi16(aw, b_lo));
+                *h = _mm256_add_epi32(*h, _mm256_madd_epi16(aw, b_hi));
+            }
+        }
+        let zq = load_i32x8(zq);
+        let csk = load_i32x8(csk);
+        let cols = (p.ncols - col).min(8);
+        for (r, (&l, &h)) in lo.iter().zip(&hi).enumerate() {
+            // Lanes of l: (c0: k0k1, k2k3), (c1: ...), ...; hadd gives
+            // c0 c1 c4 c5 | c2 c3 c6 c7, the permute restores the order.
+            let s = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_hadd_epi32(l, h));
+            let rs = _mm256_set1_epi32(t.rs(r));
+            let za = _mm256_set1_epi32(t.za(r));
+            let s = _mm256_sub_epi32(s, _mm256_mullo_epi32(rs, zq));
+            let s = _mm256_sub_epi32(s, _mm256_mullo_epi32(za, csk));
+            let out = &mut c[r * ldc + col..][..cols];
+            if let Ok(out) = <&mut [i32; 8]>::try_from(&mut *out) {
+                // SAFETY: `out` is 32 writable bytes; the store is unaligned.
+                unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), s) };
+            } else {
+                let mut tmp = [0i32; 8];
+                // SAFETY: `tmp` is 32 writable bytes; the store is unaligned.
+                unsafe { _mm256_storeu_si256(tmp.as_mut_ptr().cast(), s) };
+                out.copy_from_slice(&tmp[..cols]);
+            }
+        }
+    }
+}
