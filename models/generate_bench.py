@@ -31,6 +31,8 @@ generating all of them.
     resnet50             ResNet-50 v1.5, 1x3x224x224 -> logits 1x1000      (opset 17)
     bert_base            BERT-base encoder, 12 layers, hidden 768, seq 128 (opset 17)
     bert_mini            BERT-mini encoder, 4 layers, hidden 256, seq 128  (opset 17)
+    bert_mini_int8       the same after onnxruntime.quantization.quantize_dynamic
+                         (int8 weights; DynamicQuantizeLinear + MatMulInteger)
     partition_cnn_bench  ResNet-18 with one DeformConv in stage 2          (opset 19)
     bert_mini_fused      (only when named) BERT-mini as torch.onnx exports it, fused by
                          onnxruntime.transformers' optimizer (Attention,
@@ -77,7 +79,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate import OPSET, SEED, GraphBuilder, f32, finish_model, i64  # noqa: E402
 
 # scripts/gen-bench-models reads this line (keep it one line, names separated by spaces).
-BENCH_MODELS = "mobilenetv2 mobilenetv2_qdq resnet50 bert_base bert_mini partition_cnn_bench segnet_bench"
+BENCH_MODELS = "mobilenetv2 mobilenetv2_qdq resnet50 bert_base bert_mini bert_mini_int8 partition_cnn_bench segnet_bench"
 # Benchmark-size models made by ONNX Runtime's tools (scripts/perf-tool-models); written only
 # when named, not part of the default set. One line, as above.
 TOOL_MODELS = "bert_mini_fused bert_mini_fused_fp16 bert_mini_fused_matmul4bits"
@@ -507,6 +509,18 @@ def build_bert_mini(rng):
     return build_bert(rng, "bert_mini", layers=4, hidden=256, heads=4, ffn=1024)
 
 
+def build_bert_mini_int8(rng):
+    """bert_mini quantized the way users quantize a transformer for int8 CPU inference:
+    onnxruntime.quantization's pre-processing and quantize_dynamic with int8 weights, MatMuls with
+    a constant B only (scripts/gen_corpus.py's quantize_dynamic_int8). `rng` draws the float
+    network, as for bert_mini."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import gen_corpus
+
+    model, feeds = build_bert_mini(rng)
+    return gen_corpus.quantize_dynamic_int8(model, {"MatMulConstBOnly": True}), feeds
+
+
 def build_mobilenetv2_qdq(rng):
     """mobilenetv2 quantized the way users quantize a CNN for int8 CPU inference:
     onnxruntime.quantization's pre-processing and quantize_static in QDQ format, per-channel
@@ -552,6 +566,7 @@ BUILDERS = {
     "resnet50": build_resnet50,
     "bert_base": build_bert_base,
     "bert_mini": build_bert_mini,
+    "bert_mini_int8": build_bert_mini_int8,
     "partition_cnn_bench": build_partition_cnn_bench,
     "segnet_bench": build_segnet_bench,
     "bert_mini_fused": build_bert_mini_fused,
