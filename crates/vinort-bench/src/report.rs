@@ -320,7 +320,7 @@ pub fn table(
         );
         pair_rows(&mut doc, &results, &sessions, 1);
     }
-    let _ = writeln!(doc, "\n## Targets (issue 5), judged on this run\n");
+    let _ = writeln!(doc, "\n## Targets (issues 5 and 13), judged on this run\n");
     let _ = writeln!(doc, "| model | target | measured | met |\n|---|---|---|---|");
     for (((model, row), pair), session) in results.iter().zip(&paired).zip(&sessions) {
         let get = |r: &str| find(row, r);
@@ -376,8 +376,18 @@ pub fn table(
             }),
         );
         check(
-            "[Cpu] within 1.5x of ORT CPU EP",
-            lat("vinort-cpu", "ort-cpu").map(|(a, b)| (format!("{:.2}x", a / b), a <= 1.5 * b)),
+            "[Cpu] within 1.2x of ORT CPU EP",
+            lat("vinort-cpu", "ort-cpu").map(|(a, b)| (format!("{:.2}x", a / b), a <= 1.2 * b)),
+        );
+        if partitioned {
+            check(
+                "partitioned model faster than ORT CPU EP",
+                lat("vinort-ov-f32", "ort-cpu").map(|(a, b)| (format!("{a:.3} vs {b:.3} ms"), a < b)),
+            );
+        }
+        check(
+            "at most 20 heap allocations per [Cpu] inference",
+            get("vinort-cpu").and_then(|m| m.per_run).map(|p| (format!("{:.1}", p.heap_allocs), p.heap_allocs <= 20.0)),
         );
     }
     let _ = writeln!(
