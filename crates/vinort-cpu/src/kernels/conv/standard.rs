@@ -12,6 +12,7 @@
 use std::borrow::Cow;
 
 use rayon::prelude::*;
+use smallvec::SmallVec;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::im2col::{Geo3, im2col, prod3};
@@ -284,6 +285,9 @@ fn depthwise_plane_avx2<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T], scratc
     depthwise_plane_portable(g, x, w, y, scratch)
 }
 
+/// One depthwise tap: its weight, input offsets and the output range it reaches on a row.
+type Tap<T> = (T, [isize; 3], (usize, usize));
+
 /// Output row by output row (so the row stays in L1 while every tap adds to it), `y += w[k] *
 /// shifted x` with the innermost loop a bounds-check-free multiply-add over contiguous memory
 /// (written so the compiler vectorizes it). A stride `s` along the last axis is first undone by
@@ -292,23 +296,26 @@ fn depthwise_plane_avx2<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T], scratc
 #[inline(always)]
 fn depthwise_plane_portable<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T], scratch: &mut Vec<T>) {
     let ([i0, i1, i2], [_, o1, o2], [s0, s1, s2]) = (g.i, g.o, g.s);
-    // Phase q of row r starts at `phase_start[q] + r * phase_len[q]` of `src`.
-    let (src, phase_len): (&[T], Vec<usize>) = if s2 == 1 {
-        (x, vec![i2])
+    // Phase q of row r starts at `phase_start[q] + r * phase_len[q]` of `src`. Small vectors on
+    // the stack: this runs once per (image, channel), thousands of times per inference.
+    let mut phase_len: SmallVec<[usize; 4]> = SmallVec::new();
+    let src: &[T] = if s2 == 1 {
+        phase_len.push(i2);
+        x
     } else {
-        let lens: Vec<usize> = (0..s2).map(|q| (i2 + s2 - 1 - q) / s2).collect();
+        phase_len.extend((0..s2).map(|q| (i2 + s2 - 1 - q) / s2));
         scratch.clear();
         for q in 0..s2 {
             for row in x.chunks_exact(i2) {
                 scratch.extend(row.iter().skip(q).step_by(s2));
             }
         }
-        (scratch.as_slice(), lens)
+        scratch.as_slice()
     };
     let rows = i0 * i1;
-    let phase_start: Vec<usize> =
+    let phase_start: SmallVec<[usize; 4]> =
         phase_len.iter().scan(0, |acc, l| Some(std::mem::replace(acc, *acc + l * rows))).collect();
-    let taps: Vec<(T, [isize; 3], (usize, usize))> = w
+    let taps: SmallVec<[Tap<T>; 32]> = w
         .iter()
         .zip(g.tap_offsets())
         .map(|(&wv, off)| (wv, off, valid_range(o2, i2, s2, off[2])))
