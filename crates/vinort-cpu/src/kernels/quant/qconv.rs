@@ -42,6 +42,27 @@ pub(crate) fn parse_conv(info: &NodeInfo<'_>, x: usize, w: usize) -> Result<Conv
     Ok(ConvAttrs { window: WindowAttrs::parse(n)?, group })
 }
 
+/// The geometry of an integer convolution of X (`xs`) by W (`ws`), checked, and its output
+/// shape: shared by the int8 and the generic paths.
+fn geometry(attrs: &ConvAttrs, xs: &[usize], ws: &[usize]) -> Result<(Geo3, Vec<usize>)> {
+    let (n, c, m, cg) = (xs[0], xs[1], ws[0], ws[1]);
+    let g = attrs.group;
+    if cg * g != c || m % g != 0 {
+        return Err(Error::invalid(format!("channels {c} and {m} do not split into {g} groups (w {ws:?})")));
+    }
+    let kernel = &ws[2..];
+    if let Some(k) = &attrs.window.kernel
+        && k.as_slice() != kernel
+    {
+        return Err(Error::invalid(format!("kernel_shape {k:?} differs from the weights' {kernel:?}")));
+    }
+    let win = attrs.window.resolve(kernel)?;
+    let geo = win.geometry(&xs[2..])?;
+    let mut shape = vec![n, m];
+    shape.extend_from_slice(&geo.out);
+    Ok((Geo3::forward((n, c, m, g), &xs[2..], &win, &geo), shape))
+}
+
 /// The integer convolution of raw int8 operands, exact: `Σ (x − zx)(w − zw)` in i32 (wrapping).
 /// A depthwise window of at most 258 taps runs in f32, where every partial sum of products of
 /// 9-bit values is an integer below 2²⁴ and so exact; any other convolution is one
@@ -65,11 +86,8 @@ fn conv_int8(
     {
         return Ok(None);
     }
-    let (n, c, m, cg) = (xs[0], xs[1], ws[0], ws[1]);
-    let g = attrs.group;
-    if cg * g != c || m % g != 0 {
-        return Err(Error::invalid(format!("channels {c} and {m} do not split into {g} groups (w {ws:?})")));
-    }
+    let (geo3, shape) = geometry(attrs, xs, ws)?;
+    let (n, c, m, cg, g) = (xs[0], xs[1], ws[0], ws[1], attrs.group);
     let zx = match zx.map(load_i32).transpose()?.as_deref() {
         None => 0,
         Some([z]) => *z,
@@ -81,21 +99,11 @@ fn conv_int8(
         Some(z) if z.len() == m => z,
         Some(_) => return Ok(None),
     };
-    let kernel = &ws[2..];
-    if let Some(k) = &attrs.window.kernel
-        && k.as_slice() != kernel
-    {
-        return Err(Error::invalid(format!("kernel_shape {k:?} differs from the weights' {kernel:?}")));
-    }
-    let win = attrs.window.resolve(kernel)?;
-    let geo = win.geometry(&xs[2..])?;
-    let g3 = Geo3::forward((n, c, m, g), &xs[2..], &win, &geo);
+    let g3 = geo3;
     let ((_, mg), [pi, po, pk]) = g3.sizes();
     let kdim = cg * pk;
     let (x, w) = (x.to_aligned(), w.to_aligned());
     let mut out = vec![0i32; n * m * po];
-    let mut shape = vec![n, m];
-    shape.extend_from_slice(&geo.out);
     if out.is_empty() {
         return Ok(Some((shape, out)));
     }
@@ -185,20 +193,8 @@ fn conv_i32(attrs: &ConvAttrs, x: &[i32], xs: &[usize], w: &[i32], ws: &[usize])
     if xs.len() < 3 || xs.len() > 5 || ws.len() != xs.len() {
         return Err(Error::unsupported(format!("integer convolution of input {xs:?} with weights {ws:?}")));
     }
-    let (n, c, m, cg) = (xs[0], xs[1], ws[0], ws[1]);
-    let g = attrs.group;
-    if cg * g != c || m % g != 0 {
-        return Err(Error::invalid(format!("channels {c} and {m} do not split into {g} groups (w {ws:?})")));
-    }
-    let kernel = &ws[2..];
-    if let Some(k) = &attrs.window.kernel
-        && k.as_slice() != kernel
-    {
-        return Err(Error::invalid(format!("kernel_shape {k:?} differs from the weights' {kernel:?}")));
-    }
-    let win = attrs.window.resolve(kernel)?;
-    let geo = win.geometry(&xs[2..])?;
-    let g3 = Geo3::forward((n, c, m, g), &xs[2..], &win, &geo);
+    let (g3, shape) = geometry(attrs, xs, ws)?;
+    let (n, c, m, cg, g) = (xs[0], xs[1], ws[0], ws[1], attrs.group);
     let ((_, mg), [pi, po, pk]) = g3.sizes();
     let kdim = cg * pk;
     let mut out = vec![0i32; n * m * po];
@@ -228,8 +224,6 @@ fn conv_i32(attrs: &ConvAttrs, x: &[i32], xs: &[usize], w: &[i32], ws: &[usize])
             out.par_chunks_mut(mg * po).enumerate().for_each_init(Vec::new, |col, (t, y)| task(t, y, col));
         }
     }
-    let mut shape = vec![n, m];
-    shape.extend_from_slice(&geo.out);
     Ok((shape, out))
 }
 
