@@ -5,6 +5,7 @@
 //! - [`deform`][deform]: [DeformConv](https://onnx.ai/onnx/operators/onnx__DeformConv.html)
 //!   (opsets 19, 22), 2-D, with offset groups, optional mask and bias.
 //!
+//! [`depthwise`][depthwise] is the depthwise plane Conv and the integer convolutions share.
 //! [`im2col`][im2col] is the window walk Conv and the quantized convolutions share; the window
 //! attributes themselves are parsed in `kernels::window`. The quantized convolutions (ConvInteger, QLinearConv) live with the other quantized ops in
 //! `kernels::quant`.
@@ -12,6 +13,7 @@
 use crate::kernel::Registry;
 
 pub(crate) mod deform;
+pub(crate) mod depthwise;
 pub(crate) mod im2col;
 pub(crate) mod standard;
 

@@ -12,9 +12,9 @@
 use std::borrow::Cow;
 
 use rayon::prelude::*;
-use smallvec::SmallVec;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
+use super::depthwise::depthwise_plane;
 use super::im2col::{Geo3, im2col, prod3};
 use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensors_in};
 use crate::kernels::epilogue::{Epilogue, Operands as EpiOperands};
@@ -253,94 +253,6 @@ fn conv<T: Real>(op: &Operands<'_>, out: &mut [T]) -> Result<()> {
             None => Ok(()),
         }
     })
-}
-
-/// A depthwise conv of one plane, dispatched at run time: the same loops compiled for
-/// AVX-512 or AVX2+FMA when the CPU has them, else the portable build. `scratch` holds the
-/// input split by phase when the last axis is strided.
-pub(crate) fn depthwise_plane<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T], scratch: &mut Vec<T>) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU running this code supports AVX-512F (checked just above).
-            return unsafe { depthwise_plane_avx512(g, x, w, y, scratch) };
-        }
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-            // SAFETY: the CPU running this code supports AVX2 and FMA (checked just above).
-            return unsafe { depthwise_plane_avx2(g, x, w, y, scratch) };
-        }
-    }
-    depthwise_plane_portable(g, x, w, y, scratch)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn depthwise_plane_avx512<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T], scratch: &mut Vec<T>) {
-    depthwise_plane_portable(g, x, w, y, scratch)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn depthwise_plane_avx2<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T], scratch: &mut Vec<T>) {
-    depthwise_plane_portable(g, x, w, y, scratch)
-}
-
-/// One depthwise tap: its weight, input offsets and the output range it reaches on a row.
-type Tap<T> = (T, [isize; 3], (usize, usize));
-
-/// Output row by output row (so the row stays in L1 while every tap adds to it), `y += w[k] *
-/// shifted x` with the innermost loop a bounds-check-free multiply-add over contiguous memory
-/// (written so the compiler vectorizes it). A stride `s` along the last axis is first undone by
-/// splitting each input row into its `s` phases (elements `q, q+s, q+2s...`), so a tap reads
-/// one phase contiguously.
-#[inline(always)]
-fn depthwise_plane_portable<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T], scratch: &mut Vec<T>) {
-    let ([i0, i1, i2], [_, o1, o2], [s0, s1, s2]) = (g.i, g.o, g.s);
-    // Phase q of row r starts at `phase_start[q] + r * phase_len[q]` of `src`. Small vectors on
-    // the stack: this runs once per (image, channel), thousands of times per inference.
-    let mut phase_len: SmallVec<[usize; 4]> = SmallVec::new();
-    let src: &[T] = if s2 == 1 {
-        phase_len.push(i2);
-        x
-    } else {
-        phase_len.extend((0..s2).map(|q| (i2 + s2 - 1 - q) / s2));
-        scratch.clear();
-        for q in 0..s2 {
-            for row in x.chunks_exact(i2) {
-                scratch.extend(row.iter().skip(q).step_by(s2));
-            }
-        }
-        scratch.as_slice()
-    };
-    let rows = i0 * i1;
-    let phase_start: SmallVec<[usize; 4]> =
-        phase_len.iter().scan(0, |acc, l| Some(std::mem::replace(acc, *acc + l * rows))).collect();
-    let taps: SmallVec<[Tap<T>; 32]> = w
-        .iter()
-        .zip(g.tap_offsets())
-        .map(|(&wv, off)| (wv, off, valid_range(o2, i2, s2, off[2])))
-        .filter(|(_, _, (lo, hi))| lo < hi)
-        .collect();
-    for (r0, dst0) in y.chunks_mut(o1 * o2).enumerate() {
-        for (r1, dst) in dst0.chunks_mut(o2).enumerate() {
-            for &(wv, [off0, off1, off2], (lo, hi)) in &taps {
-                let y0 = (r0 * s0) as isize + off0;
-                let y1 = (r1 * s1) as isize + off1;
-                if y0 < 0 || y0 >= i0 as isize || y1 < 0 || y1 >= i1 as isize {
-                    continue;
-                }
-                // Input column of output lo: lo*s2 + off2 = q + s2*j.
-                let col = lo as isize * s2 as isize + off2;
-                let q = col.rem_euclid(s2 as isize) as usize;
-                let j = ((col - q as isize) / s2 as isize) as usize;
-                let row = y0 as usize * i1 + y1 as usize;
-                let base = phase_start[q] + row * phase_len[q] + j;
-                for (dv, sv) in dst[lo..hi].iter_mut().zip(&src[base..base + (hi - lo)]) {
-                    *dv += wv * *sv;
-                }
-            }
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,8 +13,8 @@ use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::{PAR_MIN, int_range, load_f32, load_i32, round, store_int};
 use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
+use crate::kernels::conv::depthwise::depthwise_plane;
 use crate::kernels::conv::im2col::{Geo3, im2col, im2col_pad};
-use crate::kernels::conv::standard::depthwise_plane;
 use crate::kernels::window::WindowAttrs;
 use crate::qgemm::{Int8, PackedB, qgemm};
 
@@ -25,7 +25,7 @@ pub(crate) fn register(r: &mut Registry) {
 
 pub(crate) struct ConvAttrs {
     window: WindowAttrs,
-    group: usize,
+    pub(crate) group: usize,
 }
 
 pub(crate) fn parse_conv(info: &NodeInfo<'_>, x: usize, w: usize) -> Result<ConvAttrs> {
@@ -44,7 +44,7 @@ pub(crate) fn parse_conv(info: &NodeInfo<'_>, x: usize, w: usize) -> Result<Conv
 
 /// The geometry of an integer convolution of X (`xs`) by W (`ws`), checked, and its output
 /// shape: shared by the int8 and the generic paths.
-fn geometry(attrs: &ConvAttrs, xs: &[usize], ws: &[usize]) -> Result<(Geo3, Vec<usize>)> {
+pub(crate) fn geometry(attrs: &ConvAttrs, xs: &[usize], ws: &[usize]) -> Result<(Geo3, Vec<usize>)> {
     let (n, c, m, cg) = (xs[0], xs[1], ws[0], ws[1]);
     let g = attrs.group;
     if cg * g != c || m % g != 0 {
@@ -279,7 +279,8 @@ impl Kernel for ConvInteger {
 struct QLinearConv(ConvAttrs);
 
 fn qlinear_conv_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    Ok(Box::new(QLinearConv(parse_conv(info, 0, 3)?)))
+    let generic = Box::new(QLinearConv(parse_conv(info, 0, 3)?));
+    super::qconv_prepared::prepared_factory(info, generic)
 }
 
 /// A scalar f32 parameter.
@@ -353,7 +354,7 @@ pub(crate) fn qlinear_conv(attrs: &ConvAttrs, inputs: &[Option<&Value>]) -> Resu
                 let ws = if w_scale.len() == 1 { w_scale[0] } else { w_scale[oc] };
                 let mult = (x_scale * ws / y_scale) as f64;
                 let b = bias.as_ref().map_or(0, |b| b[oc]);
-                round::requantize(acc, b, mult, zp, (lo as f64, hi as f64), block, |v| v as i32);
+                round::requantize(acc, b, mult, zp, (lo as f64, hi as f64), block, |v| v);
             }
         };
         let mut q = vec![0i32; acc.len()];

@@ -259,3 +259,86 @@ proptest! {
         prop_assert_eq!(got[0].as_slice::<i32>().unwrap_or_default(), want.as_slice());
     }
 }
+
+proptest! {
+    #![proptest_config(config(48))]
+
+    /// QLinearConv equals its definition, `saturate(round_half_even((Σ(x−zx)(w−zw) + bias) ·
+    /// x_scale·w_scale/y_scale + zy))` (zy added before rounding, as in ONNX's reference), both when its parameters are constants at build time
+    /// (the prepared kernel: packed weights, depthwise in f32, NCHW requantization in tiles)
+    /// and when they are not (the generic kernel): plain, grouped, depthwise and pointwise
+    /// convolutions, u8/i8 inputs, weights and outputs, per-tensor or per-channel weights.
+    #[test]
+    fn qlinear_conv_matches_definition(seed in any::<u64>(), kind in 0usize..5, k in 1usize..4, stride in 1usize..3,
+                                       pad in 0usize..2, x_signed in any::<bool>(), w_signed in any::<bool>(),
+                                       y_signed in any::<bool>(), per_channel in any::<bool>()) {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let (n, c, m, group, k) = match kind {
+            0 => (1, 3, 5, 1, k),
+            1 => (2, 4, 6, 2, k),
+            2 => (1, 24, 24, 24, k),
+            3 => (1, 40, 36, 1, 1),
+            _ => (2, 16, 8, 1, k),
+        };
+        let pad = if kind == 3 { 0 } else { pad };
+        let (h, wd) = (k + rng.random_range(0..20), k + rng.random_range(0..20));
+        let cg = c / group;
+        let draw = |rng: &mut rand::rngs::StdRng, len: usize, signed: bool| -> Vec<i32> {
+            (0..len).map(|_| if signed { rng.random_range(-128..128) } else { rng.random_range(0..256) }).collect()
+        };
+        let xv = draw(&mut rng, n * c * h * wd, x_signed);
+        let wv = draw(&mut rng, m * cg * k * k, w_signed);
+        let zx = draw(&mut rng, 1, x_signed)[0];
+        let zw = draw(&mut rng, if per_channel { m } else { 1 }, w_signed);
+        let zy = draw(&mut rng, 1, y_signed)[0];
+        let bias: Vec<i32> = (0..m).map(|_| rng.random_range(-5000..5000)).collect();
+        let x_scale: f32 = rng.random_range(0.001..0.1);
+        let y_scale: f32 = rng.random_range(0.01..0.5);
+        let w_scale: Vec<f32> = (0..zw.len()).map(|_| rng.random_range(0.0005..0.05)).collect();
+        let t = |v: &[i32], shape: &[usize], signed: bool| {
+            if signed { Tensor::from_vec(shape, v.iter().map(|v| *v as i8).collect::<Vec<_>>()) }
+            else { Tensor::from_vec(shape, v.iter().map(|v| *v as u8).collect::<Vec<_>>()) }
+        }.unwrap_or_else(|e| panic!("{e}"));
+        let f = |v: &[f32], shape: &[usize]| Tensor::from_vec(shape, v.to_vec()).unwrap_or_else(|e| panic!("{e}"));
+        let per = [zw.len()];
+        let inputs = [
+            Some(t(&xv, &[n, c, h, wd], x_signed)),
+            Some(f(&[x_scale], &[])),
+            Some(t(&[zx], &[], x_signed)),
+            Some(t(&wv, &[m, cg, k, k], w_signed)),
+            Some(f(&w_scale, &per)),
+            Some(t(&zw, &per, w_signed)),
+            Some(f(&[y_scale], &[])),
+            Some(t(&[zy], &[], y_signed)),
+            Some(Tensor::from_vec(&[m], bias.clone()).unwrap_or_else(|e| panic!("{e}"))),
+        ];
+        let p = pad as i64;
+        let node = crate::test_support::op("QLinearConv", 10).inputs(9).attrs([
+            ("group", vinort_ir::Attr::Int(group as i64)),
+            ("strides", vinort_ir::Attr::Ints(vec![stride as i64; 2])),
+            ("pads", vinort_ir::Attr::Ints(vec![p; 4])),
+        ]).build();
+        let zw_full: Vec<i32> = if per_channel { zw.clone() } else { vec![zw[0]; m] };
+        let (shape, acc) = naive_conv_integer(&xv, [n, c, h, wd], &wv, [m, cg, k, k], zx, &zw_full, (group, stride, pad, 1));
+        let (lo, hi) = if y_signed { (-128.0, 127.0) } else { (0.0, 255.0) };
+        let plane = shape[2] * shape[3];
+        let want: Vec<i32> = acc.iter().enumerate().map(|(i, a)| {
+            let oc = (i / plane) % m;
+            let ws = if per_channel { w_scale[oc] } else { w_scale[0] };
+            let mult = f64::from(x_scale * ws / y_scale);
+            (f64::from(a.wrapping_add(bias[oc])) * mult + f64::from(zy)).round_ties_even().clamp(lo, hi) as i32
+        }).collect();
+        let consts = [1, 2, 3, 4, 5, 6, 7, 8];
+        for known in [crate::test_support::Known::TypesAndConsts(&consts), crate::test_support::Known::Types] {
+            let got = crate::test_support::run_with(&node, &inputs, known).unwrap_or_else(|e| panic!("{e}"));
+            prop_assert_eq!(got[0].shape(), shape.as_slice());
+            let got: Vec<i32> = if y_signed {
+                got[0].as_slice::<i8>().unwrap_or_default().iter().map(|v| i32::from(*v)).collect()
+            } else {
+                got[0].as_slice::<u8>().unwrap_or_default().iter().map(|v| i32::from(*v)).collect()
+            };
+            prop_assert_eq!(&got, &want);
+        }
+    }
+}

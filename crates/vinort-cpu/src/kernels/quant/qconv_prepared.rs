@@ -1,0 +1,377 @@
+//! QLinearConv with constant weights, scales, zero points and bias (what quantizers write and
+//! what the optimizer's QDQ fusion builds), prepared once when the kernel is built.
+//!
+//! At build time the weights are packed for [`crate::qgemm`] as the right operand of the
+//! transposed product (`cols[P × K] · Wᵀ[K × M]`, so at run time only the activations move and
+//! they are read in place by the VNNI kernel), a depthwise filter is shifted by its zero point
+//! into f32, and each output channel's multiplier `x_scale · w_scale / y_scale` and bias are
+//! computed. A run then does one pass per stage, in parallel, with scratch reused across runs:
+//!
+//! * depthwise (one input channel per group, one output per group, at most 258 taps): per
+//!   (image, channel) plane, `x − zx` in f32, the f32 depthwise walk (exact: every partial sum
+//!   of products of 9-bit integers stays below 2²⁴), then requantized straight into the plane
+//!   of the 8-bit output;
+//! * otherwise, per (image, group): the input patches as rows (`im2col` padded with `zx`, then
+//!   transposed; a 1x1 stride-1 unpadded conv transposes the input itself), one qgemm into
+//!   pixels × channels i32, then requantized and transposed back to NCHW in 16 × 16 tiles.
+//!
+//! The arithmetic is [`super::qconv::qlinear_conv`]'s, unchanged (the same i32 sums, the same
+//! f32 multiplier widened to f64, the same rounding), so the outputs are identical; inputs this
+//! form does not take (non-constant parameters, another input type) go to that kernel.
+
+use std::cell::Cell;
+use std::thread::LocalKey;
+
+use rayon::prelude::*;
+use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
+
+use super::qconv::{ConvAttrs, geometry, parse_conv};
+use super::{int_range, load_f32, load_i32, round};
+use crate::kernel::{Kernel, NodeInfo, tensor_in};
+use crate::kernels::conv::depthwise::depthwise_plane;
+use crate::kernels::conv::im2col::{Geo3, im2col_pad};
+use crate::qgemm::{Int8, PackedB, qgemm};
+
+/// An 8-bit quantized element type, with its reusable per-thread scratch.
+trait Q8: Copy + Default + Send + Sync + vinort_ir::Elem + 'static {
+    fn int8(s: &[Self]) -> Int8<'_>;
+    fn to_i32(self) -> i32;
+    /// `v` (already clamped to the type's range) as the type.
+    fn from_i32(v: i32) -> Self;
+    fn scratch() -> &'static LocalKey<Cell<Vec<Self>>>;
+    /// A second buffer, for im2col columns before they are transposed into `scratch`.
+    fn cols() -> &'static LocalKey<Cell<Vec<Self>>>;
+}
+
+/// A depthwise task's buffers: the shifted input plane, its f32 sums, the walk's scratch and
+/// the sums as i32.
+type PlaneBufs = (Vec<f32>, Vec<f32>, Vec<f32>, Vec<i32>);
+
+thread_local! {
+    static U8_SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+    static I8_SCRATCH: Cell<Vec<i8>> = const { Cell::new(Vec::new()) };
+    static COLS_U8: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+    static COLS_I8: Cell<Vec<i8>> = const { Cell::new(Vec::new()) };
+    static ACC: Cell<Vec<i32>> = const { Cell::new(Vec::new()) };
+    static PLANES: Cell<PlaneBufs> = const { Cell::new((Vec::new(), Vec::new(), Vec::new(), Vec::new())) };
+}
+
+impl Q8 for u8 {
+    fn int8(s: &[u8]) -> Int8<'_> {
+        Int8::U8(s)
+    }
+    fn to_i32(self) -> i32 {
+        i32::from(self)
+    }
+    fn from_i32(v: i32) -> u8 {
+        v as u8
+    }
+    fn scratch() -> &'static LocalKey<Cell<Vec<u8>>> {
+        &U8_SCRATCH
+    }
+    fn cols() -> &'static LocalKey<Cell<Vec<u8>>> {
+        &COLS_U8
+    }
+}
+
+impl Q8 for i8 {
+    fn int8(s: &[i8]) -> Int8<'_> {
+        Int8::I8(s)
+    }
+    fn to_i32(self) -> i32 {
+        i32::from(self)
+    }
+    fn from_i32(v: i32) -> i8 {
+        v as i8
+    }
+    fn scratch() -> &'static LocalKey<Cell<Vec<i8>>> {
+        &I8_SCRATCH
+    }
+    fn cols() -> &'static LocalKey<Cell<Vec<i8>>> {
+        &COLS_I8
+    }
+}
+
+/// Runs `f` with this thread's buffer from `key`, resized to `len` (contents unspecified). The
+/// buffer is taken out of the cell for the call, so a nested use on the same thread (a rayon
+/// worker stealing another node's task) gets a fresh one instead of a borrow conflict.
+fn with_buf<T: Clone + Default, R>(
+    key: &'static LocalKey<Cell<Vec<T>>>,
+    len: usize,
+    f: impl FnOnce(&mut [T]) -> R,
+) -> R {
+    let mut v = key.take();
+    if v.len() < len {
+        v.resize(len, T::default());
+    }
+    let r = f(&mut v[..len]);
+    key.set(v);
+    r
+}
+
+/// How the convolution runs.
+enum Form {
+    /// (w − zw) in f32, `[channel][tap]`.
+    Depthwise(Vec<f32>),
+    /// Per group, Wᵀ packed as qgemm's right operand (K × M/group).
+    Gemm(Vec<PackedB>),
+}
+
+/// A QLinearConv whose parameters were constants at build time.
+pub(crate) struct PreparedQLinearConv {
+    p: Prepared,
+    /// The generic kernel, for inputs this form does not take.
+    fallback: Box<dyn Kernel>,
+}
+
+/// What was computed at build time.
+struct Prepared {
+    attrs: ConvAttrs,
+    x_dtype: DType,
+    out_dtype: DType,
+    w_shape: Vec<usize>,
+    zx: i32,
+    /// Per output channel: multiplier and bias.
+    mult: Vec<f64>,
+    bias: Vec<i32>,
+    zy: f64,
+    range: (f64, f64),
+    form: Form,
+}
+
+/// Input `i` when absent (None), or constant (Some(Some)); Some(None) when it is a runtime value.
+fn constant<'a>(info: &'a NodeInfo<'_>, i: usize) -> Option<Option<&'a Tensor>> {
+    match info.node.inputs.get(i).copied().flatten() {
+        None => Some(None),
+        Some(_) => info.const_input(i).map(Some),
+    }
+}
+
+/// The prepared kernel when X's type is known and every other input is a constant of a form it
+/// takes; `fallback` otherwise.
+pub(crate) fn prepared_factory(info: &NodeInfo<'_>, fallback: Box<dyn Kernel>) -> Result<Box<dyn Kernel>> {
+    Ok(match prepare(info)? {
+        Some(p) => Box::new(PreparedQLinearConv { p, fallback }),
+        None => fallback,
+    })
+}
+
+fn prepare(info: &NodeInfo<'_>) -> Result<Option<Prepared>> {
+    let mut c = [None; 9];
+    for (i, slot) in c.iter_mut().enumerate().skip(1) {
+        match constant(info, i) {
+            Some(t) => *slot = t,
+            None => return Ok(None),
+        }
+    }
+    let [_, Some(x_scale), zx, Some(w), Some(w_scale), zw, Some(y_scale), zy, bias] = c else { return Ok(None) };
+    let Some(x_dtype) = info.input_dtype(0).or(zx.map(Tensor::dtype)) else { return Ok(None) };
+    let out_dtype = zy.map_or(x_dtype, Tensor::dtype);
+    let all_8bit = [x_dtype, w.dtype(), out_dtype].iter().all(|d| matches!(d, DType::U8 | DType::I8));
+    if !all_8bit || zx.is_some_and(|z| z.dtype() != x_dtype) || zw.is_some_and(|z| z.dtype() != w.dtype()) {
+        return Ok(None);
+    }
+    let ws = w.shape().to_vec();
+    if !(3..=5).contains(&ws.len()) || ws[0] == 0 {
+        return Ok(None);
+    }
+    let attrs = parse_conv(info, 0, 3)?;
+    let (m, g) = (ws[0], attrs.group);
+    if m % g != 0 {
+        return Ok(None);
+    }
+    let scalar = |t: &Tensor| -> Result<Option<f32>> {
+        Ok(match load_f32(t)?.as_slice() {
+            [v] => Some(*v),
+            _ => None,
+        })
+    };
+    let (Some(xs), Some(ys)) = (scalar(x_scale)?, scalar(y_scale)?) else { return Ok(None) };
+    let wsc = load_f32(w_scale)?;
+    let per_channel = |v: Vec<i32>| match v.len() {
+        1 => Some(vec![v[0]; m]),
+        n if n == m => Some(v),
+        _ => None,
+    };
+    let zxv = match zx.map(load_i32).transpose()?.as_deref() {
+        None => 0,
+        Some([v]) => *v,
+        Some(_) => return Ok(None),
+    };
+    let zyv = match zy.map(load_i32).transpose()?.as_deref() {
+        None => 0,
+        Some([v]) => *v,
+        Some(_) => return Ok(None),
+    };
+    let Some(zwv) = per_channel(zw.map(load_i32).transpose()?.unwrap_or_else(|| vec![0])) else { return Ok(None) };
+    let Some(bias) = per_channel(bias.map(load_i32).transpose()?.unwrap_or_else(|| vec![0])) else { return Ok(None) };
+    if bias.len() != m || (wsc.len() != 1 && wsc.len() != m) {
+        return Ok(None);
+    }
+    // The generic kernel's multiplier: the product and quotient in f32, widened.
+    let mult = (0..m).map(|oc| (xs * if wsc.len() == 1 { wsc[0] } else { wsc[oc] } / ys) as f64).collect();
+    let Some((lo, hi)) = int_range(out_dtype) else { return Ok(None) };
+    let pk: usize = ws[2..].iter().product();
+    let (cg, mg) = (ws[1], m / g);
+    let wt = w.to_aligned();
+    let form = if cg == 1 && mg == 1 && pk <= 258 {
+        let wi = load_i32(&wt)?;
+        Form::Depthwise(wi.iter().enumerate().map(|(i, v)| (v - zwv[i / pk]) as f32).collect())
+    } else {
+        let kdim = cg * pk;
+        let mut packs = Vec::with_capacity(g);
+        for gi in 0..g {
+            let rows = gi * mg * kdim..(gi + 1) * mg * kdim;
+            let wg = match wt.dtype() {
+                DType::U8 => Int8::U8(&wt.as_slice::<u8>()?[rows]),
+                _ => Int8::I8(&wt.as_slice::<i8>()?[rows]),
+            };
+            packs.push(PackedB::new(wg, kdim, mg, true, &zwv[gi * mg..(gi + 1) * mg]).map_err(Error::invalid)?);
+        }
+        Form::Gemm(packs)
+    };
+    Ok(Some(Prepared {
+        attrs,
+        x_dtype,
+        out_dtype,
+        w_shape: ws,
+        zx: zxv,
+        mult,
+        bias,
+        zy: f64::from(zyv),
+        range: (f64::from(lo), f64::from(hi)),
+        form,
+    }))
+}
+
+impl Kernel for PreparedQLinearConv {
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
+        let p = &self.p;
+        let x = tensor_in(inputs, 0)?;
+        let xs = x.shape();
+        if x.dtype() != p.x_dtype || xs.len() != p.w_shape.len() {
+            return self.fallback.run(inputs, ctx);
+        }
+        let (g3, shape) = geometry(&p.attrs, xs, &p.w_shape)?;
+        let x = x.to_aligned();
+        let y = match (p.x_dtype, p.out_dtype) {
+            (DType::U8, DType::U8) => p.conv::<u8, u8>(&g3, x.as_slice()?, &shape),
+            (DType::U8, _) => p.conv::<u8, i8>(&g3, x.as_slice()?, &shape),
+            (_, DType::U8) => p.conv::<i8, u8>(&g3, x.as_slice()?, &shape),
+            _ => p.conv::<i8, i8>(&g3, x.as_slice()?, &shape),
+        }?;
+        Ok(vec![y.into()])
+    }
+}
+
+impl Prepared {
+    fn conv<X: Q8, Y: Q8>(&self, g3: &Geo3, x: &[X], shape: &[usize]) -> Result<Tensor> {
+        Tensor::try_build::<Y, Error>(shape, |y| {
+            if y.is_empty() {
+                return Ok(());
+            }
+            match &self.form {
+                Form::Depthwise(w) => {
+                    self.depthwise(g3, x, w, y);
+                    Ok(())
+                }
+                Form::Gemm(packs) => self.gemm(g3, x, packs, y),
+            }
+        })
+    }
+
+    fn depthwise<X: Q8, Y: Q8>(&self, g3: &Geo3, x: &[X], w: &[f32], y: &mut [Y]) {
+        let (_, [pi, po, pk]) = g3.sizes();
+        let c = g3.c;
+        let zx = self.zx;
+        // About 32k multiply-adds per task, so small late layers do not pay a fork per plane.
+        let min = (1 << 15) / (po * pk).max(1);
+        y.par_chunks_mut(po).enumerate().with_min_len(min.max(1)).for_each(|(t, yp)| {
+            let ci = t % c;
+            let mut bufs = PLANES.take();
+            let (xf, yf, scratch, acc) = &mut bufs;
+            xf.clear();
+            xf.extend(x[t * pi..][..pi].iter().map(|v| (v.to_i32() - zx) as f32));
+            yf.clear();
+            yf.resize(po, 0.0);
+            depthwise_plane(g3, xf, &w[ci * pk..][..pk], yf, scratch);
+            acc.clear();
+            acc.extend(yf.iter().map(|v| *v as i32));
+            round::requantize(acc, self.bias[ci], self.mult[ci], self.zy, self.range, yp, Y::from_i32);
+            PLANES.set(bufs);
+        });
+    }
+
+    fn gemm<X: Q8, Y: Q8>(&self, g3: &Geo3, x: &[X], packs: &[PackedB], y: &mut [Y]) -> Result<()> {
+        let ((cg, mg), [pi, po, pk]) = g3.sizes();
+        let (c, m, kdim) = (g3.c, g3.m, cg * pk);
+        let pointwise = pk == 1 && g3.s == [1; 3] && g3.p == [0; 3] && g3.o == g3.i;
+        let (rows_len, cols_len) = (po * kdim, if pointwise { 0 } else { po * kdim });
+        for ni in 0..g3.n {
+            for (gi, packed) in packs.iter().enumerate() {
+                let xg = &x[(ni * c + gi * cg) * pi..][..cg * pi];
+                let yg = &mut y[(ni * m + gi * mg) * po..][..mg * po];
+                with_buf(X::scratch(), rows_len, |rows| {
+                    if pointwise {
+                        transpose(xg, kdim, po, rows);
+                    } else {
+                        // Padding is zx itself, so it adds nothing once shifted (zx is an X
+                        // constant, so it fits X).
+                        with_buf(X::cols(), cols_len, |cols| {
+                            im2col_pad(g3, cg, xg, cols, X::from_i32(self.zx));
+                            transpose(cols, kdim, po, rows);
+                        });
+                    }
+                    with_buf(&ACC, po * mg, |acc| {
+                        qgemm(po, X::int8(rows), kdim, &[self.zx], packed, acc, mg, true).map_err(Error::invalid)?;
+                        self.requantize_nchw(acc, gi * mg, po, mg, yg);
+                        Ok(())
+                    })
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `acc` (pixels × channels `m0 ..`) requantized into the channel planes `y`, 16 channels ×
+    /// 16 pixels at a time so both sides are read and written a cache line at a time.
+    fn requantize_nchw<Y: Q8>(&self, acc: &[i32], m0: usize, po: usize, mg: usize, y: &mut [Y]) {
+        const T: usize = 16;
+        let min = (1 << 15) / (T * po).max(1);
+        y.par_chunks_mut(T * po).enumerate().with_min_len(min.max(1)).for_each(|(b, yb)| {
+            let j0 = b * T;
+            let nj = yb.len() / po;
+            let mut tile = [[0i32; T]; T];
+            for p0 in (0..po).step_by(T) {
+                let np = (po - p0).min(T);
+                for (pp, row) in acc[p0 * mg..].chunks(mg).take(np).enumerate() {
+                    for (jj, v) in row[j0..j0 + nj].iter().enumerate() {
+                        tile[jj][pp] = *v;
+                    }
+                }
+                for (jj, t) in tile.iter().take(nj).enumerate() {
+                    let oc = m0 + j0 + jj;
+                    let out = &mut yb[jj * po + p0..][..np];
+                    round::requantize(&t[..np], self.bias[oc], self.mult[oc], self.zy, self.range, out, Y::from_i32);
+                }
+            }
+        });
+    }
+}
+
+/// `src` (rows × cols, row-major) transposed into `dst` (cols × rows), in parallel over blocks
+/// of destination rows.
+fn transpose<T: Copy + Send + Sync>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) {
+    const B: usize = 64;
+    let min = (1 << 16) / (B * rows).max(1);
+    dst[..rows * cols].par_chunks_mut(B * rows).enumerate().with_min_len(min.max(1)).for_each(|(b, d)| {
+        let c0 = b * B;
+        let nc = d.len() / rows;
+        for r in 0..rows {
+            let s = &src[r * cols + c0..][..nc];
+            for (cc, v) in s.iter().enumerate() {
+                d[cc * rows + r] = *v;
+            }
+        }
+    });
+}
