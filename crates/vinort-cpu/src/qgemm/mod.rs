@@ -390,6 +390,7 @@ impl<'a> ASrc<'a> {
 }
 
 mod dispatch;
+mod repack;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 

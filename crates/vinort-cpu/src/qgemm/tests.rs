@@ -378,3 +378,37 @@ fn conv_as_transposed_gemm() {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(crate::test_support::config(64))]
+
+    /// A block of a wider row-major B packed at run time (into reused memory) gives the same
+    /// products as the block packed by `PackedB::new`, against the definition: u8 and i8, k
+    /// and n off the 4-row and 16-column grid, one packing reused for two shapes in a row.
+    #[test]
+    fn repacked_block_matches_definition(k in 1usize..40, n in 1usize..120, extra in 0usize..20, m in 1usize..12,
+                                         signed in any::<bool>(), seed in any::<u64>()) {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut packed = PackedB::empty();
+        for (k, n) in [(k, n), ((k * 7) % 39 + 1, (n * 5) % 119 + 1)] {
+            let ldb = n + extra;
+            let b: Vec<i32> = (0..k * ldb).map(|_| if signed { rng.random_range(-128..128) } else { rng.random_range(0..256) }).collect();
+            let a: Vec<i32> = (0..m * k).map(|_| rng.random_range(0..256)).collect();
+            let za: Vec<i32> = (0..m).map(|_| rng.random_range(0..256)).collect();
+            let zb = if signed { rng.random_range(-128..128) } else { rng.random_range(0..256) };
+            let (b8u, b8i): (Vec<u8>, Vec<i8>) = (b.iter().map(|v| *v as u8).collect(), b.iter().map(|v| *v as i8).collect());
+            let bv = if signed { Int8::I8(&b8i) } else { Int8::U8(&b8u) };
+            packed.repack_rows(bv, ldb, k, n, zb).map_err(TestCaseError::fail)?;
+            let a8: Vec<u8> = a.iter().map(|v| *v as u8).collect();
+            let block: Vec<i32> = (0..k).flat_map(|p| b[p * ldb..p * ldb + n].to_vec()).collect();
+            let mut want = vec![0i32; m * n];
+            naive(m, n, k, &a, k, &za, &block, false, &[zb], &mut want, n);
+            for isa in isas() {
+                let mut got = vec![0i32; m * n];
+                qgemm_impl(isa, m, Int8::U8(&a8), k, &za, &packed, &mut got, n, None).map_err(TestCaseError::fail)?;
+                prop_assert_eq!(&got, &want, "{:?} k {} n {}", isa, k, n);
+            }
+        }
+    }
+}

@@ -1,19 +1,21 @@
 //! QLinearConv with constant weights, scales, zero points and bias (what quantizers write and
 //! what the optimizer's QDQ fusion builds), prepared once when the kernel is built.
 //!
-//! At build time the weights are packed for [`crate::qgemm`] as the right operand of the
-//! transposed product (`cols[P × K] · Wᵀ[K × M]`, so at run time only the activations move and
-//! they are read in place by the VNNI kernel), a depthwise filter is shifted by its zero point
-//! into f32, and each output channel's multiplier `x_scale · w_scale / y_scale` and bias are
-//! computed. A run then does one pass per stage, in parallel, with scratch reused across runs:
+//! At build time a depthwise filter is shifted by its zero point into f32, and each output
+//! channel's multiplier `x_scale · w_scale / y_scale` and bias are computed. A run then works
+//! in parallel tasks with scratch reused across runs:
 //!
 //! * depthwise (one input channel per group, one output per group, at most 258 taps): per
 //!   (image, channel) plane, `x − zx` in f32, the f32 depthwise walk (exact: every partial sum
 //!   of products of 9-bit integers stays below 2²⁴), then requantized straight into the plane
 //!   of the 8-bit output;
-//! * otherwise, per (image, group): the input patches as rows (`im2col` padded with `zx`, then
-//!   transposed; a 1x1 stride-1 unpadded conv transposes the input itself), one qgemm into
-//!   pixels × channels i32, then requantized and transposed back to NCHW in 16 × 16 tiles.
+//! * otherwise, per (image, group), `W · cols` with the weights as qgemm's left operand (read in
+//!   place) and the input columns (`im2col` padded with `zx`; a 1x1 stride-1 unpadded conv's
+//!   input itself) as its right, so the product comes out channel-major, as NCHW wants it. The
+//!   pixels are cut into chunks of 192 columns (and the channels into blocks when there are few
+//!   chunks); a task packs its chunk ([`PackedB::repack_rows`], into reused memory), multiplies
+//!   into a small i32 block that stays in cache, and requantizes each row straight into its
+//!   place in the output. No pixels × channels intermediate, no transposition.
 //!
 //! The arithmetic is [`super::qconv::qlinear_conv`]'s, unchanged (the same i32 sums, the same
 //! f32 multiplier widened to f64, the same rounding), so the outputs are identical; inputs this
@@ -38,8 +40,7 @@ trait Q8: Copy + Default + Send + Sync + vinort_ir::Elem + 'static {
     fn to_i32(self) -> i32;
     /// `v` (already clamped to the type's range) as the type.
     fn from_i32(v: i32) -> Self;
-    fn scratch() -> &'static LocalKey<Cell<Vec<Self>>>;
-    /// A second buffer, for im2col columns before they are transposed into `scratch`.
+    /// This thread's buffer for im2col columns.
     fn cols() -> &'static LocalKey<Cell<Vec<Self>>>;
 }
 
@@ -48,11 +49,10 @@ trait Q8: Copy + Default + Send + Sync + vinort_ir::Elem + 'static {
 type PlaneBufs = (Vec<f32>, Vec<f32>, Vec<f32>, Vec<i32>);
 
 thread_local! {
-    static U8_SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
-    static I8_SCRATCH: Cell<Vec<i8>> = const { Cell::new(Vec::new()) };
     static COLS_U8: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
     static COLS_I8: Cell<Vec<i8>> = const { Cell::new(Vec::new()) };
     static ACC: Cell<Vec<i32>> = const { Cell::new(Vec::new()) };
+    static PACKED: Cell<Option<PackedB>> = const { Cell::new(None) };
     static PLANES: Cell<PlaneBufs> = const { Cell::new((Vec::new(), Vec::new(), Vec::new(), Vec::new())) };
 }
 
@@ -65,9 +65,6 @@ impl Q8 for u8 {
     }
     fn from_i32(v: i32) -> u8 {
         v as u8
-    }
-    fn scratch() -> &'static LocalKey<Cell<Vec<u8>>> {
-        &U8_SCRATCH
     }
     fn cols() -> &'static LocalKey<Cell<Vec<u8>>> {
         &COLS_U8
@@ -83,9 +80,6 @@ impl Q8 for i8 {
     }
     fn from_i32(v: i32) -> i8 {
         v as i8
-    }
-    fn scratch() -> &'static LocalKey<Cell<Vec<i8>>> {
-        &I8_SCRATCH
     }
     fn cols() -> &'static LocalKey<Cell<Vec<i8>>> {
         &COLS_I8
@@ -113,8 +107,9 @@ fn with_buf<T: Clone + Default, R>(
 enum Form {
     /// (w − zw) in f32, `[channel][tap]`.
     Depthwise(Vec<f32>),
-    /// Per group, Wᵀ packed as qgemm's right operand (K × M/group).
-    Gemm(Vec<PackedB>),
+    /// The weights (M × K, u8 or i8, read in place as qgemm's left operand) and their zero
+    /// point per output channel.
+    Gemm(Tensor, Vec<i32>),
 }
 
 /// A QLinearConv whose parameters were constants at build time.
@@ -218,17 +213,7 @@ fn prepare(info: &NodeInfo<'_>) -> Result<Option<Prepared>> {
         let wi = load_i32(&wt)?;
         Form::Depthwise(wi.iter().enumerate().map(|(i, v)| (v - zwv[i / pk]) as f32).collect())
     } else {
-        let kdim = cg * pk;
-        let mut packs = Vec::with_capacity(g);
-        for gi in 0..g {
-            let rows = gi * mg * kdim..(gi + 1) * mg * kdim;
-            let wg = match wt.dtype() {
-                DType::U8 => Int8::U8(&wt.as_slice::<u8>()?[rows]),
-                _ => Int8::I8(&wt.as_slice::<i8>()?[rows]),
-            };
-            packs.push(PackedB::new(wg, kdim, mg, true, &zwv[gi * mg..(gi + 1) * mg]).map_err(Error::invalid)?);
-        }
-        Form::Gemm(packs)
+        Form::Gemm(wt, zwv)
     };
     Ok(Some(Prepared {
         attrs,
@@ -275,7 +260,7 @@ impl Prepared {
                     self.depthwise(g3, x, w, y);
                     Ok(())
                 }
-                Form::Gemm(packs) => self.gemm(g3, x, packs, y),
+                Form::Gemm(w, zw) => self.gemm(g3, x, w, zw, y),
             }
         })
     }
@@ -302,76 +287,106 @@ impl Prepared {
         });
     }
 
-    fn gemm<X: Q8, Y: Q8>(&self, g3: &Geo3, x: &[X], packs: &[PackedB], y: &mut [Y]) -> Result<()> {
+    fn gemm<X: Q8, Y: Q8>(&self, g3: &Geo3, x: &[X], w: &Tensor, zw: &[i32], y: &mut [Y]) -> Result<()> {
+        /// Pixel columns per task: four 48-column panels of packed B.
+        const CHUNK: usize = 192;
         let ((cg, mg), [pi, po, pk]) = g3.sizes();
         let (c, m, kdim) = (g3.c, g3.m, cg * pk);
         let pointwise = pk == 1 && g3.s == [1; 3] && g3.p == [0; 3] && g3.o == g3.i;
-        let (rows_len, cols_len) = (po * kdim, if pointwise { 0 } else { po * kdim });
+        let chunks = po.div_ceil(CHUNK);
+        // Few chunks (a late 7x7 or 14x14 layer): split the channels too, so both cores work.
+        let blocks = (4usize.div_ceil(chunks)).min(mg.div_ceil(16)).max(1);
+        let rows_per = mg.div_ceil(blocks);
+        let out = Disjoint::new(y);
         for ni in 0..g3.n {
-            for (gi, packed) in packs.iter().enumerate() {
+            for gi in 0..g3.group {
                 let xg = &x[(ni * c + gi * cg) * pi..][..cg * pi];
-                let yg = &mut y[(ni * m + gi * mg) * po..][..mg * po];
-                with_buf(X::scratch(), rows_len, |rows| {
-                    if pointwise {
-                        transpose(xg, kdim, po, rows);
-                    } else {
-                        // Padding is zx itself, so it adds nothing once shifted (zx is an X
-                        // constant, so it fits X).
-                        with_buf(X::cols(), cols_len, |cols| {
-                            im2col_pad(g3, cg, xg, cols, X::from_i32(self.zx));
-                            transpose(cols, kdim, po, rows);
-                        });
+                let wg = &w.as_bytes()[gi * mg * kdim..][..mg * kdim];
+                let task = |cols: &[X], t: usize| -> Result<()> {
+                    let (ci, bi) = (t / blocks, t % blocks);
+                    let (p0, r0) = (ci * CHUNK, bi * rows_per);
+                    let (np, nr) = ((po - p0).min(CHUNK), (mg - r0.min(mg)).min(rows_per));
+                    if nr == 0 {
+                        return Ok(());
                     }
-                    with_buf(&ACC, po * mg, |acc| {
-                        qgemm(po, X::int8(rows), kdim, &[self.zx], packed, acc, mg, true).map_err(Error::invalid)?;
-                        self.requantize_nchw(acc, gi * mg, po, mg, yg);
+                    let mut packed = PACKED.take().unwrap_or_else(PackedB::empty);
+                    packed.repack_rows(X::int8(&cols[p0..]), po, kdim, np, self.zx).map_err(Error::invalid)?;
+                    let wrows = &wg[r0 * kdim..][..nr * kdim];
+                    let a = match w.dtype() {
+                        DType::U8 => Int8::U8(wrows),
+                        // SAFETY: the tensor's elements are i8 (viewed as bytes above): same size
+                        // and alignment, every bit pattern valid.
+                        _ => Int8::I8(unsafe { std::slice::from_raw_parts(wrows.as_ptr().cast::<i8>(), wrows.len()) }),
+                    };
+                    let oc0 = gi * mg + r0;
+                    let r = with_buf(&ACC, nr * np, |acc| {
+                        qgemm(nr, a, kdim, &zw[oc0..oc0 + nr], &packed, acc, np, false).map_err(Error::invalid)?;
+                        for (r, row) in acc.chunks_exact(np).enumerate() {
+                            let oc = oc0 + r;
+                            // SAFETY: task (chunk, block) is the only writer of columns p0..p0+np
+                            // of the rows of its block: the pieces of different tasks are disjoint.
+                            let dst = unsafe { out.piece(((ni * m + oc) * po) + p0, np) };
+                            round::requantize(row, self.bias[oc], self.mult[oc], self.zy, self.range, dst, Y::from_i32);
+                        }
                         Ok(())
-                    })
-                })?;
+                    });
+                    PACKED.set(Some(packed));
+                    r
+                };
+                let run = |cols: &[X]| -> Result<()> {
+                    let tasks = chunks * blocks;
+                    if tasks == 1 || po * kdim * mg < PAR_WORK {
+                        (0..tasks).try_for_each(|t| task(cols, t))
+                    } else {
+                        (0..tasks).into_par_iter().try_for_each(|t| task(cols, t))
+                    }
+                };
+                if pointwise {
+                    run(xg)?;
+                } else {
+                    // Padding is zx itself, so it adds nothing once shifted (zx is an X constant,
+                    // so it fits X).
+                    with_buf(X::cols(), kdim * po, |cols| {
+                        im2col_pad(g3, cg, xg, cols, X::from_i32(self.zx));
+                        run(cols)
+                    })?;
+                }
             }
         }
         Ok(())
     }
-
-    /// `acc` (pixels × channels `m0 ..`) requantized into the channel planes `y`, 16 channels ×
-    /// 16 pixels at a time so both sides are read and written a cache line at a time.
-    fn requantize_nchw<Y: Q8>(&self, acc: &[i32], m0: usize, po: usize, mg: usize, y: &mut [Y]) {
-        const T: usize = 16;
-        let min = (1 << 15) / (T * po).max(1);
-        y.par_chunks_mut(T * po).enumerate().with_min_len(min.max(1)).for_each(|(b, yb)| {
-            let j0 = b * T;
-            let nj = yb.len() / po;
-            let mut tile = [[0i32; T]; T];
-            for p0 in (0..po).step_by(T) {
-                let np = (po - p0).min(T);
-                for (pp, row) in acc[p0 * mg..].chunks(mg).take(np).enumerate() {
-                    for (jj, v) in row[j0..j0 + nj].iter().enumerate() {
-                        tile[jj][pp] = *v;
-                    }
-                }
-                for (jj, t) in tile.iter().take(nj).enumerate() {
-                    let oc = m0 + j0 + jj;
-                    let out = &mut yb[jj * po + p0..][..np];
-                    round::requantize(&t[..np], self.bias[oc], self.mult[oc], self.zy, self.range, out, Y::from_i32);
-                }
-            }
-        });
-    }
 }
 
-/// `src` (rows × cols, row-major) transposed into `dst` (cols × rows), in parallel over blocks
-/// of destination rows.
-fn transpose<T: Copy + Send + Sync>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) {
-    const B: usize = 64;
-    let min = (1 << 16) / (B * rows).max(1);
-    dst[..rows * cols].par_chunks_mut(B * rows).enumerate().with_min_len(min.max(1)).for_each(|(b, d)| {
-        let c0 = b * B;
-        let nc = d.len() / rows;
-        for r in 0..rows {
-            let s = &src[r * cols + c0..][..nc];
-            for (cc, v) in s.iter().enumerate() {
-                d[cc * rows + r] = *v;
-            }
-        }
-    });
+/// Multiply-adds below which a convolution runs on the calling thread (a fork-join costs about
+/// as much as this much VNNI work).
+const PAR_WORK: usize = 1 << 18;
+
+/// An output written in parallel by tasks that each own disjoint pieces of it.
+struct Disjoint<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    _borrow: std::marker::PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: a Disjoint is only a way to hand out non-overlapping `&mut` pieces of one slice to
+// several threads (see `piece`), which is sound whenever sending `&mut [T]` is (T: Send).
+unsafe impl<T: Send> Sync for Disjoint<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Send for Disjoint<'_, T> {}
+
+impl<'a, T> Disjoint<'a, T> {
+    fn new(s: &'a mut [T]) -> Self {
+        Disjoint { ptr: s.as_mut_ptr(), len: s.len(), _borrow: std::marker::PhantomData }
+    }
+
+    /// Elements `start .. start + len`.
+    ///
+    /// # Safety
+    /// No two pieces in use at the same time may overlap.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn piece(&self, start: usize, len: usize) -> &mut [T] {
+        assert!(start.checked_add(len).is_some_and(|e| e <= self.len), "piece {start}+{len} of {}", self.len);
+        // SAFETY: in bounds (asserted); exclusive by the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(start), len) }
+    }
 }
