@@ -15,8 +15,8 @@ use std::any::TypeId;
 
 use vinort_ir::{Error, Result, Tensor};
 
-use crate::kernels::elementwise::num::gelu_f32;
 use crate::vmath;
+use crate::vmath::Fun;
 
 /// An activation the optimizer folds into the op before it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -41,20 +41,17 @@ pub(crate) enum Act {
 
 impl Act {
     /// Applies the activation to every element in place, compiled for AVX-512 or AVX2 when the
-    /// CPU has them ([`vmath::map_in_place`]).
+    /// CPU has them ([`vmath::apply_in_place`]).
     fn apply(self, y: &mut [f32]) {
         match self {
-            Act::Relu => vmath::map_in_place(y, |v| if v < 0.0 { 0.0 } else { v }),
-            Act::LeakyRelu(a) => vmath::map_in_place(y, move |v| if v < 0.0 { a * v } else { v }),
-            Act::Clip(lo, hi) => vmath::map_in_place(y, move |v| {
-                let x = if v < lo { lo } else { v };
-                if x > hi { hi } else { x }
-            }),
-            Act::Sigmoid => vmath::map_in_place(y, vmath::sigmoid),
-            Act::HardSigmoid(a, b) => vmath::map_in_place(y, move |v| (a * v + b).clamp(0.0, 1.0)),
-            Act::HardSwish => vmath::map_in_place(y, |v| v * (v / 6.0 + 0.5).clamp(0.0, 1.0)),
-            Act::Tanh => vmath::map_in_place(y, vmath::tanh),
-            Act::Gelu => vmath::map_in_place(y, gelu_f32),
+            Act::Relu => vmath::apply_in_place(Fun::Relu, y),
+            Act::LeakyRelu(a) => vmath::apply_in_place(Fun::LeakyRelu(a), y),
+            Act::Clip(lo, hi) => vmath::apply_in_place(Fun::Clip(lo, hi), y),
+            Act::Sigmoid => vmath::apply_in_place(Fun::Sigmoid, y),
+            Act::HardSigmoid(a, b) => vmath::apply_in_place(Fun::HardSigmoid(a, b), y),
+            Act::HardSwish => vmath::apply_in_place(Fun::HardSwish, y),
+            Act::Tanh => vmath::apply_in_place(Fun::Tanh, y),
+            Act::Gelu => vmath::apply_in_place(Fun::Gelu, y),
         }
     }
 }

@@ -15,10 +15,10 @@
 //! libm calls, so a loop over a slice vectorizes: 16 lanes with AVX-512F,
 //! 8 lanes with AVX2, 4 lanes with the baseline SSE2 of `x86_64`.
 //!
-//! [`map_in_place`] and [`map_into`] are the intended entry points: they
-//! compile the loop three times (`avx512f`, `avx2,fma`, portable) and pick the
-//! best one at run time (`is_x86_feature_detected!`, which caches its answer
-//! after the first query).
+//! [`apply_in_place`] and [`apply_into`] (over a [`Fun`]) are the intended
+//! entry points: they compile each function's loop three times (`avx512f`,
+//! `avx2,fma`, portable) and pick the best one at run time
+//! (`is_x86_feature_detected!`, which caches its answer after the first query).
 //!
 //! No `mul_add` is used: without FMA hardware it becomes a slow libm call, and
 //! Rust never contracts `a * b + c` into an FMA on its own (not even inside a
@@ -224,94 +224,8 @@ pub(crate) fn sigmoid(x: f32) -> f32 {
 // Slice helpers with runtime dispatch
 // ---------------------------------------------------------------------------
 
-/// Applies `f` to every element in place, compiled for AVX-512F, else
-/// AVX2+FMA, else portable (runtime dispatch; `is_x86_feature_detected!`
-/// caches the CPU query after the first call).
-///
-/// `f` should be one of this module's `#[inline(always)]` functions (or a
-/// closure over them) so that it is inlined into, and vectorized with, each
-/// feature-specific loop. With this module's functions (and any `f` without
-/// `mul_add`) all paths give bit-identical results.
-pub(crate) fn map_in_place(y: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if is_x86_feature_detected!("avx512f") {
-            // SAFETY: the running CPU supports AVX-512F, checked just above.
-            unsafe { map_in_place_avx512(y, f) }
-        } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-            // SAFETY: the running CPU supports AVX2 and FMA, checked just above.
-            unsafe { map_in_place_avx2(y, f) }
-        } else {
-            map_in_place_portable(y, f)
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    map_in_place_portable(y, f)
-}
-
-/// `out[i] = f(x[i])` with the same dispatch as [`map_in_place`].
-///
-/// # Panics
-/// If `x.len() != out.len()`.
-pub(crate) fn map_into(x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
-    assert_eq!(x.len(), out.len(), "map_into: length mismatch");
-    #[cfg(target_arch = "x86_64")]
-    {
-        if is_x86_feature_detected!("avx512f") {
-            // SAFETY: the running CPU supports AVX-512F, checked just above.
-            unsafe { map_into_avx512(x, out, f) }
-        } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-            // SAFETY: the running CPU supports AVX2 and FMA, checked just above.
-            unsafe { map_into_avx2(x, out, f) }
-        } else {
-            map_into_portable(x, out, f)
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    map_into_portable(x, out, f)
-}
-
-#[inline(always)]
-fn map_in_place_portable<F: Fn(f32) -> f32>(y: &mut [f32], f: F) {
-    for v in y.iter_mut() {
-        *v = f(*v);
-    }
-}
-
-#[inline(always)]
-fn map_into_portable<F: Fn(f32) -> f32>(x: &[f32], out: &mut [f32], f: F) {
-    for (o, &v) in out.iter_mut().zip(x) {
-        *o = f(v);
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn map_in_place_avx512<F: Fn(f32) -> f32>(y: &mut [f32], f: F) {
-    map_in_place_portable(y, f)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-fn map_in_place_avx2<F: Fn(f32) -> f32>(y: &mut [f32], f: F) {
-    map_in_place_portable(y, f)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn map_into_avx512<F: Fn(f32) -> f32>(x: &[f32], out: &mut [f32], f: F) {
-    map_into_portable(x, out, f)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-fn map_into_avx2<F: Fn(f32) -> f32>(x: &[f32], out: &mut [f32], f: F) {
-    map_into_portable(x, out, f)
-}
-
+mod fun;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use fun::{Fun, apply_in_place, apply_into, gelu};

@@ -463,14 +463,6 @@ proptest! {
         }
     }
 
-    #[test]
-    fn prop_map_into_matches_scalar(xs in proptest::collection::vec(proptest::num::f32::ANY, 0..300)) {
-        let mut out = vec![0.0; xs.len()];
-        map_into(&xs, &mut out, tanh);
-        for (&x, &o) in xs.iter().zip(&out) {
-            prop_assert!(same(o, tanh(x)));
-        }
-    }
 }
 
 // ---------------------------------------------------------------------
@@ -502,30 +494,31 @@ fn dispatch_inputs() -> Vec<f32> {
     v
 }
 
-fn check_all_paths(name: &str, f: impl Fn(f32) -> f32 + Copy) {
+fn check_all_paths(name: &str, f: Fun) {
+    use super::fun::*;
     let xs = dispatch_inputs();
-    let scalar: Vec<f32> = xs.iter().map(|&x| f(x)).collect();
+    let scalar: Vec<f32> = xs.iter().map(|&x| f.eval(x)).collect();
     let mut paths: Vec<(&str, Vec<f32>)> = Vec::new();
 
     let mut y = xs.clone();
-    map_in_place(&mut y, f);
-    paths.push(("map_in_place (dispatched)", y));
+    apply_in_place(f, &mut y);
+    paths.push(("apply_in_place (dispatched)", y));
     let mut y = vec![0.0; xs.len()];
-    map_into(&xs, &mut y, f);
-    paths.push(("map_into (dispatched)", y));
+    apply_into(f, &xs, &mut y);
+    paths.push(("apply_into (dispatched)", y));
     let mut y = xs.clone();
-    map_in_place_portable(&mut y, f);
+    in_place_portable(f, &mut y);
     paths.push(("portable", y));
     #[cfg(target_arch = "x86_64")]
     {
         if is_x86_feature_detected!("avx512f") {
             let mut y = xs.clone();
             // SAFETY: AVX-512F support was checked just above.
-            unsafe { map_in_place_avx512(&mut y, f) };
+            unsafe { in_place_avx512(f, &mut y) };
             paths.push(("avx512f in place", y));
             let mut y = vec![0.0; xs.len()];
             // SAFETY: AVX-512F support was checked just above.
-            unsafe { map_into_avx512(&xs, &mut y, f) };
+            unsafe { into_avx512(f, &xs, &mut y) };
             paths.push(("avx512f into", y));
         } else {
             println!("{name}: AVX-512F not available, path not tested");
@@ -533,11 +526,11 @@ fn check_all_paths(name: &str, f: impl Fn(f32) -> f32 + Copy) {
         if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
             let mut y = xs.clone();
             // SAFETY: AVX2 and FMA support were checked just above.
-            unsafe { map_in_place_avx2(&mut y, f) };
+            unsafe { in_place_avx2(f, &mut y) };
             paths.push(("avx2+fma in place", y));
             let mut y = vec![0.0; xs.len()];
             // SAFETY: AVX2 and FMA support were checked just above.
-            unsafe { map_into_avx2(&xs, &mut y, f) };
+            unsafe { into_avx2(f, &xs, &mut y) };
             paths.push(("avx2+fma into", y));
         } else {
             println!("{name}: AVX2+FMA not available, path not tested");
@@ -553,15 +546,41 @@ fn check_all_paths(name: &str, f: impl Fn(f32) -> f32 + Copy) {
 
 #[test]
 fn dispatch_paths_are_bit_identical() {
-    check_all_paths("exp", exp);
-    check_all_paths("erf", erf);
-    check_all_paths("tanh", tanh);
-    check_all_paths("sigmoid", sigmoid);
-    check_all_paths("sigmoid closure", |x| sigmoid(2.0 * x) - 0.5);
+    check_all_paths("exp", Fun::Exp);
+    check_all_paths("erf", Fun::Erf);
+    check_all_paths("tanh", Fun::Tanh);
+    check_all_paths("sigmoid", Fun::Sigmoid);
+    check_all_paths("gelu", Fun::Gelu);
+    check_all_paths("hard swish", Fun::HardSwish);
+    check_all_paths("leaky relu", Fun::LeakyRelu(0.01));
 }
 
 #[test]
 #[should_panic(expected = "length mismatch")]
-fn map_into_rejects_length_mismatch() {
-    map_into(&[1.0, 2.0], &mut [0.0], exp);
+fn apply_into_rejects_length_mismatch() {
+    apply_into(Fun::Exp, &[1.0, 2.0], &mut [0.0]);
+}
+
+proptest! {
+    /// Each element function's dispatched loops (into and in place) give, element for element,
+    /// the bits of the function at that value (NaN as NaN), and the math functions themselves
+    /// are what the module's accuracy tests measured.
+    #[test]
+    fn fun_loops_match_scalar(xs in proptest::collection::vec(proptest::num::f32::ANY, 0..200), which in 0usize..10) {
+        let fun = [Fun::Exp, Fun::Tanh, Fun::Sigmoid, Fun::Erf, Fun::Gelu, Fun::Relu, Fun::LeakyRelu(0.1),
+                   Fun::Clip(-1.5, 6.0), Fun::HardSigmoid(0.2, 0.5), Fun::HardSwish][which];
+        let mut out = vec![0.0; xs.len()];
+        apply_into(fun, &xs, &mut out);
+        let mut inplace = xs.clone();
+        apply_in_place(fun, &mut inplace);
+        let scalar: Vec<f32> = xs.iter().map(|v| fun.eval(*v)).collect();
+        let reference = [exp, tanh, sigmoid, erf, gelu];
+        for (i, x) in xs.iter().enumerate() {
+            let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+            prop_assert!(same(out[i], scalar[i]) && same(inplace[i], scalar[i]), "{fun:?}({x}): {} {} {}", out[i], inplace[i], scalar[i]);
+            if let Some(f) = reference.get(which) {
+                prop_assert!(same(scalar[i], f(*x)), "{fun:?}({x})");
+            }
+        }
+    }
 }

@@ -47,5 +47,5 @@ pub fn erf_f32(x: f32) -> f32 {
 /// the fused GELU and the optimizer's epilogue all use this one formula.
 #[inline(always)]
 pub fn gelu_f32(v: f32) -> f32 {
-    0.5 * v * (1.0 + erf_f32(v * std::f32::consts::FRAC_1_SQRT_2))
+    crate::vmath::gelu(v)
 }

@@ -22,6 +22,7 @@ use super::broadcast::unary_map;
 use super::num::{erf_f32, erf_f64};
 use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in, with_numeric};
 use crate::numeric::{Float, Int, Numeric, bad_dtype, is_half, narrow, widen};
+use crate::vmath::Fun;
 
 /// The ops [`Unary`] runs, `(domain, op)`; each is registered for the opsets its spec in
 /// `vinort_ir::ops` gives.
@@ -190,12 +191,12 @@ impl Unary {
         match dt {
             DType::Bool => unary_map::<bool, bool>(x, |v| !v),
             DType::F32 => match self {
-                Unary::Exp => vmap(x, crate::vmath::exp),
-                Unary::Tanh => vmap(x, crate::vmath::tanh),
-                Unary::Sigmoid => vmap(x, crate::vmath::sigmoid),
-                Unary::Erf => vmap(x, erf_f32),
-                Unary::Gelu { tanh: false } => vmap(x, super::num::gelu_f32),
-                Unary::Relu => vmap(x, |v| if v < 0.0 { 0.0 } else { v }),
+                Unary::Exp => vmap(x, Fun::Exp),
+                Unary::Tanh => vmap(x, Fun::Tanh),
+                Unary::Sigmoid => vmap(x, Fun::Sigmoid),
+                Unary::Erf => vmap(x, Fun::Erf),
+                Unary::Gelu { tanh: false } => vmap(x, Fun::Gelu),
+                Unary::Relu => vmap(x, Fun::Relu),
                 _ => float_f32(self, x),
             },
             DType::F64 => float_f64(self, x),
@@ -293,18 +294,18 @@ macro_rules! float_ops {
     };
 }
 
-/// An f32 map through [`crate::vmath::map_into`] (compiled for AVX-512 or AVX2 when the CPU
+/// An f32 map through [`crate::vmath::apply_into`] (compiled for AVX-512 or AVX2 when the CPU
 /// has them), in parallel chunks above [`crate::par::ELEMENTWISE`].
-fn vmap(x: &Tensor, f: impl Fn(f32) -> f32 + Copy + Send + Sync) -> Result<Tensor> {
+fn vmap(x: &Tensor, f: Fun) -> Result<Tensor> {
     use rayon::prelude::*;
     let x = x.to_aligned();
     let xs = x.as_slice::<f32>()?;
     Ok(Tensor::build::<f32>(x.shape(), |out| {
         if out.len() >= crate::par::ELEMENTWISE {
             let chunk = crate::par::ELEMENTWISE_CHUNK;
-            out.par_chunks_mut(chunk).zip(xs.par_chunks(chunk)).for_each(|(o, x)| crate::vmath::map_into(x, o, f));
+            out.par_chunks_mut(chunk).zip(xs.par_chunks(chunk)).for_each(|(o, x)| crate::vmath::apply_into(f, x, o));
         } else {
-            crate::vmath::map_into(xs, out, f);
+            crate::vmath::apply_into(f, xs, out);
         }
     }))
 }
