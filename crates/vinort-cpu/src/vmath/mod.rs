@@ -225,7 +225,9 @@ pub(crate) fn sigmoid(x: f32) -> f32 {
 // ---------------------------------------------------------------------------
 
 mod fun;
+mod rows;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use fun::{Fun, apply_in_place, apply_into, gelu};
+pub(crate) use rows::softmax_row;

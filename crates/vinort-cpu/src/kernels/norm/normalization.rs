@@ -29,17 +29,32 @@ pub(super) fn store_real<R: Real>(dtype: DType, shape: &[usize], v: &[R]) -> Res
 /// Mean and 1/sqrt(var + eps) of a row, two-pass so a large mean does not cancel the variance.
 pub(super) fn mean_inv<T: Float>(x: &[T], eps: T::R) -> (T::R, T::R) {
     let n = T::R::from_f64(x.len() as f64);
-    let mut s = T::R::ZERO;
-    for v in x {
-        s += v.load();
-    }
-    let m = s / n;
-    let mut q = T::R::ZERO;
-    for v in x {
-        let d = v.load() - m;
-        q += d * d;
-    }
+    let m = sum_by(x, |v| v) / n;
+    let q = sum_by(x, |v| {
+        let d = v - m;
+        d * d
+    });
     (m, T::R::ONE / (q / n + eps).sqrt())
+}
+
+/// `Σ f(x[i])` in 8 interleaved partial sums, added pairwise at the end: no serial dependency
+/// from one element to the next (a single running sum is one, which LLVM may not reorder), so
+/// the loop vectorizes; the rounding error also grows more slowly than a running sum's.
+#[inline(always)]
+pub(super) fn sum_by<T: Float>(x: &[T], f: impl Fn(T::R) -> T::R) -> T::R {
+    let mut lanes = [T::R::ZERO; 8];
+    let mut chunks = x.chunks_exact(8);
+    for c in &mut chunks {
+        for (l, v) in lanes.iter_mut().zip(c) {
+            *l += f(v.load());
+        }
+    }
+    let mut tail = T::R::ZERO;
+    for v in chunks.remainder() {
+        tail += f(v.load());
+    }
+    let [a, b, c, d, e, g, h, i] = lanes;
+    ((a + e) + (b + g)) + ((c + h) + (d + i)) + tail
 }
 
 /// Scale or bias of LayerNormalization / RMSNormalization after unidirectional broadcasting
@@ -121,11 +136,7 @@ impl FloatKernel for LayerNorm {
         for_rows(xs, inner, &mut stats, 2, |_, xr, st| {
             let (m, inv) = if rms {
                 let n = T::R::from_f64(xr.len() as f64);
-                let mut q = T::R::ZERO;
-                for v in xr {
-                    let v = v.load();
-                    q += v * v;
-                }
+                let q = sum_by(xr, |v| v * v);
                 (T::R::ZERO, T::R::ONE / (q / n + eps).sqrt())
             } else {
                 mean_inv(xr, eps)

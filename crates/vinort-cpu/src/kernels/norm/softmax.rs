@@ -5,10 +5,11 @@
 //!
 //! Before opset 13 the input is coerced to 2-D at `axis` (default 1) and each row of the
 //! flattened tail is normalised; from opset 13 only the one `axis` (default -1) is. Both are
-//! numerically stable: the row maximum is subtracted before exponentiating.
+//! numerically stable: the row maximum is subtracted before exponentiating. An f32 Softmax over
+//! the last axis runs [`crate::vmath::softmax_row`] (vectorized exp and sums).
 
 use vinort_ir::tensor::numel;
-use vinort_ir::{Result, Tensor, Value};
+use vinort_ir::{DType, Result, Tensor, Value};
 
 use super::{Float, FloatKernel, GemmElem, Real, float_factory, for_rows};
 use crate::kernel::{NodeInfo, Registry, norm_axis};
@@ -51,8 +52,15 @@ impl FloatKernel for Softmax {
         let shape = x.shape();
         let a = norm_axis(self.axis, shape.len())?;
         let (n, inner) = if self.flatten { (numel(&shape[a..]), 1) } else { (shape[a], numel(&shape[a + 1..])) };
-        let xs = x.as_slice::<T>()?;
         let kind = self.kind;
+        if kind == Kind::Soft && inner == 1 && x.dtype() == DType::F32 {
+            let xs = x.as_slice::<f32>()?;
+            let y = Tensor::build::<f32>(shape, |out| {
+                for_rows(xs, n, out, n, |_, xr, yr| crate::vmath::softmax_row(xr, yr))
+            });
+            return Ok(vec![y.into()]);
+        }
+        let xs = x.as_slice::<T>()?;
         let y = Tensor::build::<T>(shape, |out| {
             if inner == 1 {
                 for_rows(xs, n, out, n, |_, xr, yr| row(kind, xr, yr));
