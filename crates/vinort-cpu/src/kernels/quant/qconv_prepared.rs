@@ -275,13 +275,13 @@ impl Prepared {
             let ci = t % c;
             let mut bufs = PLANES.take();
             let (xf, yf, scratch, acc) = &mut bufs;
-            xf.clear();
-            xf.extend(x[t * pi..][..pi].iter().map(|v| (v.to_i32() - zx) as f32));
+            xf.resize(pi, 0.0);
+            widen(&x[t * pi..][..pi], zx, xf);
             yf.clear();
             yf.resize(po, 0.0);
             depthwise_plane(g3, xf, &w[ci * pk..][..pk], yf, scratch);
-            acc.clear();
-            acc.extend(yf.iter().map(|v| *v as i32));
+            acc.resize(po, 0);
+            narrow(yf, acc);
             round::requantize(acc, self.bias[ci], self.mult[ci], self.zy, self.range, yp, Y::from_i32);
             PLANES.set(bufs);
         });
@@ -389,4 +389,52 @@ impl<'a, T> Disjoint<'a, T> {
         // SAFETY: in bounds (asserted); exclusive by the caller's contract.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(start), len) }
     }
+}
+
+/// `x − zx` as f32 (exact: 9-bit integers), compiled for AVX-512 when the CPU has it.
+fn widen<X: Q8>(x: &[X], zx: i32, out: &mut [f32]) {
+    #[inline(always)]
+    fn portable<X: Q8>(x: &[X], zx: i32, out: &mut [f32]) {
+        for (o, v) in out.iter_mut().zip(x) {
+            *o = (v.to_i32() - zx) as f32;
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    fn avx512<X: Q8>(x: &[X], zx: i32, out: &mut [f32]) {
+        portable(x, zx, out)
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU running this code supports AVX-512F (checked just above).
+        return unsafe { avx512(x, zx, out) };
+    }
+    portable(x, zx, out)
+}
+
+/// The depthwise sums (integers below 2²⁴ in magnitude, so exactly representable) as i32,
+/// compiled for AVX-512 when the CPU has it: one conversion instruction per vector, where `as`
+/// adds a saturating sequence per element.
+fn narrow(sums: &[f32], out: &mut [i32]) {
+    #[inline(always)]
+    fn portable(sums: &[f32], out: &mut [i32]) {
+        for (o, v) in out.iter_mut().zip(sums) {
+            // Clamped first so the conversion is defined for any value (NaN cannot occur: the
+            // sums are of finite products).
+            let v = v.clamp(-16_777_216.0, 16_777_216.0);
+            // SAFETY: v is finite and within ±2²⁴, inside i32's range.
+            *o = unsafe { v.to_int_unchecked::<i32>() };
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    fn avx512(sums: &[f32], out: &mut [i32]) {
+        portable(sums, out)
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU running this code supports AVX-512F (checked just above).
+        return unsafe { avx512(sums, out) };
+    }
+    portable(sums, out)
 }
