@@ -56,7 +56,9 @@ type Tap<T> = (T, [isize; 3], (usize, usize));
 /// one phase contiguously.
 #[inline(always)]
 fn depthwise_plane_portable<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T], scratch: &mut Vec<T>) {
-    if g.i[0] == 1 && g.k[0] == 1 && g.p.iter().all(|p| *p >= 0) {
+    // A 3-D conv whose depth axis is one slice, unpadded at the front, is a 2-D conv writing
+    // output slice 0 (later slices, from end padding, read only padding: they keep `y`).
+    if g.i[0] == 1 && g.k[0] == 1 && g.p[0] == 0 && g.p.iter().all(|p| *p >= 0) {
         return shifted_2d(g, x, w, y, scratch);
     }
     let ([i0, i1, i2], [_, o1, o2], [s0, s1, s2]) = (g.i, g.o, g.s);
@@ -122,7 +124,8 @@ fn shifted_2d<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T], scratch: &mut Ve
     let ([_, h, wd], [_, oh, ow], [_, kh, kw]) = (g.i, g.o, g.k);
     let ([_, sh, sw], [_, dh, dw], [_, ph, pw]) = (g.s, g.d, g.p);
     let (ph, pw) = (ph as usize, pw as usize);
-    if oh == 0 || ow == 0 {
+    if oh == 0 || ow == 0 || kh == 0 || kw == 0 {
+        // No output, or no taps: y keeps what it holds.
         return;
     }
     let hp = oh + (kh - 1) * dh / sh;
@@ -232,6 +235,35 @@ mod tests {
             for (i, (got, want)) in y.iter().zip(naive(&g, &x, &w)).enumerate() {
                 prop_assert!((f64::from(*got) - (want + 0.5)).abs() < 1e-5, "element {i}: {got} vs {}", want + 0.5);
             }
+        }
+    }
+
+    /// A 3-D plane of depth 1 padded on the depth axis: only the output slice that reads input
+    /// depth 0 gets the 2-D convolution; the others read only padding and keep `y`.
+    #[test]
+    fn depth_padded_plane_writes_only_the_slice_that_reads_the_input() {
+        let (h, wd) = (4, 5);
+        let x: Vec<f32> = (0..h * wd).map(|i| i as f32 - 7.0).collect();
+        let w: Vec<f32> = (0..9).map(|i| 0.25 * i as f32 - 1.0).collect();
+        let g = Geo3 {
+            n: 1,
+            c: 1,
+            m: 1,
+            group: 1,
+            i: [1, h, wd],
+            o: [3, h, wd],
+            k: [1, 3, 3],
+            s: [1, 1, 1],
+            d: [1, 1, 1],
+            p: [1, 1, 1],
+        };
+        let plane = Geo3 { i: [1, h, wd], o: [1, h, wd], p: [0, 1, 1], ..g };
+        let mut y = vec![0.5f32; 3 * h * wd];
+        depthwise_plane(&g, &x, &w, &mut y, &mut Vec::new());
+        let want = naive(&plane, &x, &w);
+        for (i, v) in y.iter().enumerate() {
+            let expect = if i / (h * wd) == 1 { want[i % (h * wd)] + 0.5 } else { 0.5 };
+            assert!((f64::from(*v) - expect).abs() < 1e-5, "element {i}: {v} vs {expect}");
         }
     }
 }

@@ -199,7 +199,12 @@ fn prepare(info: &NodeInfo<'_>) -> Result<Option<Prepared>> {
         Some(_) => return Ok(None),
     };
     let Some(zwv) = per_channel(zw.map(load_i32).transpose()?.unwrap_or_else(|| vec![0])) else { return Ok(None) };
-    let Some(bias) = per_channel(bias.map(load_i32).transpose()?.unwrap_or_else(|| vec![0])) else { return Ok(None) };
+    // ONNX's bias is [M]: one of another length is the generic kernel's error to report.
+    let bias = match bias.map(load_i32).transpose()? {
+        None => vec![0; m],
+        Some(b) if b.len() == m => b,
+        Some(_) => return Ok(None),
+    };
     if bias.len() != m || (wsc.len() != 1 && wsc.len() != m) {
         return Ok(None);
     }
@@ -208,6 +213,10 @@ fn prepare(info: &NodeInfo<'_>) -> Result<Option<Prepared>> {
     let Some((lo, hi)) = int_range(out_dtype) else { return Ok(None) };
     let pk: usize = ws[2..].iter().product();
     let (cg, mg) = (ws[1], m / g);
+    if cg * pk == 0 {
+        // No products (an empty channel or kernel axis): the generic kernel's bias-only output.
+        return Ok(None);
+    }
     let wt = w.to_aligned();
     let form = if cg == 1 && mg == 1 && pk <= 258 {
         let wi = load_i32(&wt)?;
