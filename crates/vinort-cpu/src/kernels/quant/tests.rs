@@ -207,6 +207,22 @@ fn naive_conv_integer(
     (vec![n, m, oh, ow], out)
 }
 
+/// `len` values of an 8-bit type (i8 when `signed`, else u8), as i32.
+fn draw_int8(rng: &mut rand::rngs::StdRng, len: usize, signed: bool) -> Vec<i32> {
+    use rand::Rng;
+    (0..len).map(|_| if signed { rng.random_range(-128..128) } else { rng.random_range(0..256) }).collect()
+}
+
+/// `v` as an i8 (`signed`) or u8 tensor of `shape`.
+fn int8_tensor(v: &[i32], shape: &[usize], signed: bool) -> Tensor {
+    if signed {
+        Tensor::from_vec(shape, v.iter().map(|v| *v as i8).collect::<Vec<_>>())
+    } else {
+        Tensor::from_vec(shape, v.iter().map(|v| *v as u8).collect::<Vec<_>>())
+    }
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
 proptest! {
     #![proptest_config(config(48))]
 
@@ -227,23 +243,16 @@ proptest! {
         };
         let (h, wd) = (k * dil + rng.random_range(0..6), k * dil + rng.random_range(0..6));
         let cg = c / group;
-        let draw = |rng: &mut rand::rngs::StdRng, len: usize, signed: bool| -> Vec<i32> {
-            (0..len).map(|_| if signed { rng.random_range(-128..128) } else { rng.random_range(0..256) }).collect()
-        };
-        let xv = draw(&mut rng, n * c * h * wd, x_signed);
-        let wv = draw(&mut rng, m * cg * k * k, w_signed);
-        let zx = draw(&mut rng, 1, x_signed)[0];
-        let zw = draw(&mut rng, if per_channel { m } else { 1 }, w_signed);
-        let t = |v: &[i32], shape: &[usize], signed: bool| {
-            if signed { Tensor::from_vec(shape, v.iter().map(|v| *v as i8).collect::<Vec<_>>()) }
-            else { Tensor::from_vec(shape, v.iter().map(|v| *v as u8).collect::<Vec<_>>()) }
-        }.unwrap_or_else(|e| panic!("{e}"));
+        let xv = draw_int8(&mut rng, n * c * h * wd, x_signed);
+        let wv = draw_int8(&mut rng, m * cg * k * k, w_signed);
+        let zx = draw_int8(&mut rng, 1, x_signed)[0];
+        let zw = draw_int8(&mut rng, if per_channel { m } else { 1 }, w_signed);
         let zw_shape = [zw.len()];
         let inputs = [
-            Some(t(&xv, &[n, c, h, wd], x_signed)),
-            Some(t(&wv, &[m, cg, k, k], w_signed)),
-            Some(t(&[zx], &[], x_signed)),
-            Some(t(&zw, &zw_shape, w_signed)),
+            Some(int8_tensor(&xv, &[n, c, h, wd], x_signed)),
+            Some(int8_tensor(&wv, &[m, cg, k, k], w_signed)),
+            Some(int8_tensor(&[zx], &[], x_signed)),
+            Some(int8_tensor(&zw, &zw_shape, w_signed)),
         ];
         let p = pad as i64;
         let node = crate::test_support::op("ConvInteger", 10).inputs(4).attrs([
@@ -284,33 +293,26 @@ proptest! {
         let pad = if kind == 3 { 0 } else { pad };
         let (h, wd) = (k + rng.random_range(0..20), k + rng.random_range(0..20));
         let cg = c / group;
-        let draw = |rng: &mut rand::rngs::StdRng, len: usize, signed: bool| -> Vec<i32> {
-            (0..len).map(|_| if signed { rng.random_range(-128..128) } else { rng.random_range(0..256) }).collect()
-        };
-        let xv = draw(&mut rng, n * c * h * wd, x_signed);
-        let wv = draw(&mut rng, m * cg * k * k, w_signed);
-        let zx = draw(&mut rng, 1, x_signed)[0];
-        let zw = draw(&mut rng, if per_channel { m } else { 1 }, w_signed);
-        let zy = draw(&mut rng, 1, y_signed)[0];
+        let xv = draw_int8(&mut rng, n * c * h * wd, x_signed);
+        let wv = draw_int8(&mut rng, m * cg * k * k, w_signed);
+        let zx = draw_int8(&mut rng, 1, x_signed)[0];
+        let zw = draw_int8(&mut rng, if per_channel { m } else { 1 }, w_signed);
+        let zy = draw_int8(&mut rng, 1, y_signed)[0];
         let bias: Vec<i32> = (0..m).map(|_| rng.random_range(-5000..5000)).collect();
         let x_scale: f32 = rng.random_range(0.001..0.1);
         let y_scale: f32 = rng.random_range(0.01..0.5);
         let w_scale: Vec<f32> = (0..zw.len()).map(|_| rng.random_range(0.0005..0.05)).collect();
-        let t = |v: &[i32], shape: &[usize], signed: bool| {
-            if signed { Tensor::from_vec(shape, v.iter().map(|v| *v as i8).collect::<Vec<_>>()) }
-            else { Tensor::from_vec(shape, v.iter().map(|v| *v as u8).collect::<Vec<_>>()) }
-        }.unwrap_or_else(|e| panic!("{e}"));
         let f = |v: &[f32], shape: &[usize]| Tensor::from_vec(shape, v.to_vec()).unwrap_or_else(|e| panic!("{e}"));
         let per = [zw.len()];
         let inputs = [
-            Some(t(&xv, &[n, c, h, wd], x_signed)),
+            Some(int8_tensor(&xv, &[n, c, h, wd], x_signed)),
             Some(f(&[x_scale], &[])),
-            Some(t(&[zx], &[], x_signed)),
-            Some(t(&wv, &[m, cg, k, k], w_signed)),
+            Some(int8_tensor(&[zx], &[], x_signed)),
+            Some(int8_tensor(&wv, &[m, cg, k, k], w_signed)),
             Some(f(&w_scale, &per)),
-            Some(t(&zw, &per, w_signed)),
+            Some(int8_tensor(&zw, &per, w_signed)),
             Some(f(&[y_scale], &[])),
-            Some(t(&[zy], &[], y_signed)),
+            Some(int8_tensor(&[zy], &[], y_signed)),
             Some(Tensor::from_vec(&[m], bias.clone()).unwrap_or_else(|e| panic!("{e}"))),
         ];
         let p = pad as i64;
