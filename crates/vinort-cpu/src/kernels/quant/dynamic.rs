@@ -2,6 +2,7 @@
 //! (opset 11): uint8 quantization with a scale and zero point computed from the data's range
 //! (widened to include 0), all in f32, rounding half to even.
 
+use rayon::prelude::*;
 use vinort_ir::{DType, Error, Result, Tensor, Value};
 
 use crate::kernel::{FnKernel, Kernel, NodeInfo, Registry, tensor_in};
@@ -31,57 +32,72 @@ pub(crate) fn dynamic_quantize(x: &[f32]) -> (Vec<u8>, f32, u8) {
     (y, scale, zp)
 }
 
+/// Elements per parallel task of both passes (a pass does about one flop per element).
+const CHUNK: usize = crate::par::ELEMENTWISE_CHUNK * 4;
+
 /// The scale and zero point of `x`'s range widened to include 0; NaN anywhere makes the range
 /// NaN, as in a max/min reduction.
 fn scale_and_zero_point(x: &[f32]) -> (f32, u8) {
     let (qmin, qmax) = (0f32, 255f32);
-    // Eight independent lanes so the reduction vectorizes; NaN is tracked apart, because
-    // f32::max and f32::min ignore it.
-    let (mut hi, mut lo, mut nan) = ([0f32; 8], [0f32; 8], false);
-    let mut chunks = x.chunks_exact(8);
-    for c in &mut chunks {
-        for j in 0..8 {
-            hi[j] = hi[j].max(c[j]);
-            lo[j] = lo[j].min(c[j]);
-            nan |= c[j].is_nan();
-        }
-    }
-    for &v in chunks.remainder() {
-        hi[0] = hi[0].max(v);
-        lo[0] = lo[0].min(v);
-        nan |= v.is_nan();
-    }
-    let (hi, lo) = if nan {
-        (f32::NAN, f32::NAN)
+    let (hi, lo, nan) = if x.len() >= crate::par::ELEMENTWISE {
+        x.par_chunks(CHUNK).map(range).reduce(|| (0.0, 0.0, false), |a, b| (a.0.max(b.0), a.1.min(b.1), a.2 | b.2))
     } else {
-        (hi.iter().copied().fold(0.0, f32::max), lo.iter().copied().fold(0.0, f32::min))
+        range(x)
     };
+    let (hi, lo) = if nan { (f32::NAN, f32::NAN) } else { (hi, lo) };
     let scale = if hi == lo { 1.0 } else { hi - lo } / (qmax - qmin);
     let zp = (qmin - lo / scale).clamp(qmin, qmax).round_ties_even();
     (scale, zp as u8)
 }
 
-/// `y = saturate(round_half_even(x / scale) + zp)`, compiled for AVX-512 when the CPU has it
-/// (where rounding is one instruction; the baseline build calls libm's rintf per element).
-fn quantize_into(x: &[f32], scale: f32, zp: u8, y: &mut [u8]) {
+/// `(max(0, x…), min(0, x…), any NaN)`, compiled for AVX-512 when the CPU has it.
+fn range(x: &[f32]) -> (f32, f32, bool) {
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    fn avx512(x: &[f32]) -> (f32, f32, bool) {
+        range_portable(x)
+    }
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx512f") {
         // SAFETY: the CPU running this code supports AVX-512F (checked just above).
-        return unsafe { quantize_avx512(x, scale, zp, y) };
+        return unsafe { avx512(x) };
     }
-    quantize_portable(x, scale, zp, y)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn quantize_avx512(x: &[f32], scale: f32, zp: u8, y: &mut [u8]) {
-    quantize_portable(x, scale, zp, y)
+    range_portable(x)
 }
 
 #[inline(always)]
-fn quantize_portable(x: &[f32], scale: f32, zp: u8, y: &mut [u8]) {
-    let zp = f32::from(zp);
-    for (y, v) in y.iter_mut().zip(x) {
-        *y = ((v / scale).round_ties_even() + zp).clamp(0.0, 255.0) as u8;
+fn range_portable(x: &[f32]) -> (f32, f32, bool) {
+    // Sixteen independent lanes so the reduction vectorizes; NaN is tracked apart, because
+    // f32::max and f32::min ignore it.
+    let (mut hi, mut lo, mut nan) = ([0f32; 16], [0f32; 16], [false; 16]);
+    let mut chunks = x.chunks_exact(16);
+    for c in &mut chunks {
+        for j in 0..16 {
+            hi[j] = hi[j].max(c[j]);
+            lo[j] = lo[j].min(c[j]);
+            nan[j] |= c[j].is_nan();
+        }
+    }
+    for &v in chunks.remainder() {
+        hi[0] = hi[0].max(v);
+        lo[0] = lo[0].min(v);
+        nan[0] |= v.is_nan();
+    }
+    let mut r = (0f32, 0f32, false);
+    for j in 0..16 {
+        r = (r.0.max(hi[j]), r.1.min(lo[j]), r.2 | nan[j]);
+    }
+    r
+}
+
+/// `y = saturate(round_half_even(x / scale) + zp)` (NaN to 0), in parallel chunks for a large
+/// tensor, each through [`super::round::quantize`] (vectorized).
+fn quantize_into(x: &[f32], scale: f32, zp: u8, y: &mut [u8]) {
+    let one =
+        |(x, y): (&[f32], &mut [u8])| super::round::quantize(x, scale, f32::from(zp), (0.0, 255.0), y, |v| v as u8);
+    if x.len() >= crate::par::ELEMENTWISE {
+        x.par_chunks(CHUNK).zip(y.par_chunks_mut(CHUNK)).for_each(one);
+    } else {
+        one((x, y));
     }
 }

@@ -260,7 +260,8 @@ fn shift_w(w: &Tensor, zp: Option<&Tensor>) -> Result<Vec<i32>> {
 struct ConvInteger(ConvAttrs);
 
 fn conv_integer_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    Ok(Box::new(ConvInteger(parse_conv(info, 0, 1)?)))
+    let generic = Box::new(ConvInteger(parse_conv(info, 0, 1)?));
+    super::qconv_prepared::prepared_integer_factory(info, generic)
 }
 
 impl Kernel for ConvInteger {

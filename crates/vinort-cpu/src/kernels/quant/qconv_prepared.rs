@@ -1,9 +1,14 @@
 //! QLinearConv with constant weights, scales, zero points and bias (what quantizers write and
-//! what the optimizer's QDQ fusion builds), prepared once when the kernel is built.
+//! what the optimizer's QDQ fusion builds), and ConvInteger with constant weights and weight
+//! zero point (what `quantize_dynamic` writes after each DynamicQuantizeLinear), prepared once
+//! when the kernel is built.
 //!
-//! At build time a depthwise filter is shifted by its zero point into f32, and each output
-//! channel's multiplier `x_scale · w_scale / y_scale` and bias are computed. A run then works
-//! in parallel tasks with scratch reused across runs:
+//! At build time a depthwise filter is shifted by its zero point into f32, and (QLinearConv)
+//! each output channel's multiplier `x_scale · w_scale / y_scale` and bias are computed.
+//! ConvInteger's input zero point may be a runtime value (DynamicQuantizeLinear's output): it
+//! is read per run. A run then works in parallel tasks with scratch reused across runs, and
+//! each channel's i32 sums go to a [`Sink`]: requantized to 8 bits (QLinearConv) or stored as
+//! they are (ConvInteger):
 //!
 //! * depthwise (one input channel per group, one output per group, at most 258 taps): per
 //!   (image, channel) plane, `x − zx` in f32, the f32 depthwise walk (exact: every partial sum
@@ -19,7 +24,7 @@
 //!
 //! The arithmetic is [`super::qconv::qlinear_conv`]'s, unchanged (the same i32 sums, the same
 //! f32 multiplier widened to f64, the same rounding), so the outputs are identical; inputs this
-//! form does not take (non-constant parameters, another input type) go to that kernel.
+//! form does not take (non-constant parameters, another input type) go to the generic kernels.
 
 use std::cell::Cell;
 use std::thread::LocalKey;
@@ -29,7 +34,7 @@ use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::qconv::{ConvAttrs, geometry, parse_conv};
 use super::{int_range, load_f32, load_i32, round};
-use crate::kernel::{Kernel, NodeInfo, tensor_in};
+use crate::kernel::{Kernel, NodeInfo, opt_tensor_in, tensor_in};
 use crate::kernels::conv::depthwise::depthwise_plane;
 use crate::kernels::conv::im2col::{Geo3, im2col_pad};
 use crate::qgemm::{Int8, PackedB, qgemm};
@@ -112,8 +117,9 @@ enum Form {
     Gemm(Tensor, Vec<i32>),
 }
 
-/// A QLinearConv whose parameters were constants at build time.
-pub(crate) struct PreparedQLinearConv {
+/// A QLinearConv or ConvInteger whose weights (and, for QLinearConv, every other parameter)
+/// were constants at build time.
+pub(crate) struct PreparedConv {
     p: Prepared,
     /// The generic kernel, for inputs this form does not take.
     fallback: Box<dyn Kernel>,
@@ -123,15 +129,64 @@ pub(crate) struct PreparedQLinearConv {
 struct Prepared {
     attrs: ConvAttrs,
     x_dtype: DType,
-    out_dtype: DType,
     w_shape: Vec<usize>,
-    zx: i32,
+    zx: Zx,
+    out: Out,
+    form: Form,
+}
+
+/// X's zero point.
+#[derive(Clone, Copy)]
+enum Zx {
+    Const(i32),
+    /// ConvInteger's input 2, read per run.
+    Input,
+}
+
+/// What the i32 sums become.
+enum Out {
+    /// QLinearConv: requantized into `dtype`.
+    Requant(Requant),
+    /// ConvInteger: the sums themselves.
+    Sums,
+}
+
+/// QLinearConv's requantization parameters.
+struct Requant {
+    dtype: DType,
     /// Per output channel: multiplier and bias.
     mult: Vec<f64>,
     bias: Vec<i32>,
     zy: f64,
     range: (f64, f64),
-    form: Form,
+}
+
+/// Where an output channel's row of i32 sums goes.
+trait Sink: Sync {
+    type Y: Copy + Default + Send + Sync + vinort_ir::Elem + 'static;
+    /// Output channel `oc`'s sums `acc` into `dst` (as long).
+    fn row(&self, oc: usize, acc: &[i32], dst: &mut [Self::Y]);
+}
+
+/// Requantized to the 8-bit `Y`.
+struct ToQ8<'a, Y>(&'a Requant, std::marker::PhantomData<Y>);
+
+impl<Y: Q8> Sink for ToQ8<'_, Y> {
+    type Y = Y;
+    fn row(&self, oc: usize, acc: &[i32], dst: &mut [Y]) {
+        let q = self.0;
+        round::requantize(acc, q.bias[oc], q.mult[oc], q.zy, q.range, dst, Y::from_i32);
+    }
+}
+
+/// Stored as i32.
+struct ToI32;
+
+impl Sink for ToI32 {
+    type Y = i32;
+    fn row(&self, _: usize, acc: &[i32], dst: &mut [i32]) {
+        dst.copy_from_slice(acc);
+    }
 }
 
 /// Input `i` when absent (None), or constant (Some(Some)); Some(None) when it is a runtime value.
@@ -142,79 +197,59 @@ fn constant<'a>(info: &'a NodeInfo<'_>, i: usize) -> Option<Option<&'a Tensor>> 
     }
 }
 
-/// The prepared kernel when X's type is known and every other input is a constant of a form it
-/// takes; `fallback` otherwise.
+/// The prepared QLinearConv when X's type is known and every other input is a constant of a
+/// form it takes; `fallback` otherwise.
 pub(crate) fn prepared_factory(info: &NodeInfo<'_>, fallback: Box<dyn Kernel>) -> Result<Box<dyn Kernel>> {
-    Ok(match prepare(info)? {
-        Some(p) => Box::new(PreparedQLinearConv { p, fallback }),
+    Ok(match prepare_qlinear(info)? {
+        Some(p) => Box::new(PreparedConv { p, fallback }),
         None => fallback,
     })
 }
 
-fn prepare(info: &NodeInfo<'_>) -> Result<Option<Prepared>> {
-    let mut c = [None; 9];
-    for (i, slot) in c.iter_mut().enumerate().skip(1) {
-        match constant(info, i) {
-            Some(t) => *slot = t,
-            None => return Ok(None),
-        }
-    }
-    let [_, Some(x_scale), zx, Some(w), Some(w_scale), zw, Some(y_scale), zy, bias] = c else { return Ok(None) };
-    let Some(x_dtype) = info.input_dtype(0).or(zx.map(Tensor::dtype)) else { return Ok(None) };
-    let out_dtype = zy.map_or(x_dtype, Tensor::dtype);
-    let all_8bit = [x_dtype, w.dtype(), out_dtype].iter().all(|d| matches!(d, DType::U8 | DType::I8));
-    if !all_8bit || zx.is_some_and(|z| z.dtype() != x_dtype) || zw.is_some_and(|z| z.dtype() != w.dtype()) {
+/// The prepared ConvInteger when X's type is known and the weights and their zero point are
+/// constants of a form it takes (X's zero point may be a runtime value); `fallback` otherwise.
+pub(crate) fn prepared_integer_factory(info: &NodeInfo<'_>, fallback: Box<dyn Kernel>) -> Result<Box<dyn Kernel>> {
+    Ok(match prepare_integer(info)? {
+        Some(p) => Box::new(PreparedConv { p, fallback }),
+        None => fallback,
+    })
+}
+
+/// A per-tensor zero point's value: 0 when absent, None when it is not one element.
+fn scalar_zp(z: Option<&Tensor>) -> Result<Option<i32>> {
+    Ok(match z.map(load_i32).transpose()?.as_deref() {
+        None => Some(0),
+        Some([v]) => Some(*v),
+        Some(_) => None,
+    })
+}
+
+/// The weights' form and zero point per output channel, when W (input `wi`) and its zero point
+/// (input `zwi`) are constants this kernel takes.
+fn weights(info: &NodeInfo<'_>, wi: usize, zwi: usize) -> Result<Option<(ConvAttrs, Vec<usize>, Form)>> {
+    let (Some(Some(w)), Some(zw)) = (constant(info, wi), constant(info, zwi)) else { return Ok(None) };
+    if !matches!(w.dtype(), DType::U8 | DType::I8) || zw.is_some_and(|z| z.dtype() != w.dtype()) {
         return Ok(None);
     }
     let ws = w.shape().to_vec();
     if !(3..=5).contains(&ws.len()) || ws[0] == 0 {
         return Ok(None);
     }
-    let attrs = parse_conv(info, 0, 3)?;
+    let attrs = parse_conv(info, 0, wi)?;
     let (m, g) = (ws[0], attrs.group);
     if m % g != 0 {
         return Ok(None);
     }
-    let scalar = |t: &Tensor| -> Result<Option<f32>> {
-        Ok(match load_f32(t)?.as_slice() {
-            [v] => Some(*v),
-            _ => None,
-        })
+    let zwv = zw.map(load_i32).transpose()?.unwrap_or_else(|| vec![0]);
+    let zwv = match zwv.len() {
+        1 => vec![zwv[0]; m],
+        n if n == m => zwv,
+        _ => return Ok(None),
     };
-    let (Some(xs), Some(ys)) = (scalar(x_scale)?, scalar(y_scale)?) else { return Ok(None) };
-    let wsc = load_f32(w_scale)?;
-    let per_channel = |v: Vec<i32>| match v.len() {
-        1 => Some(vec![v[0]; m]),
-        n if n == m => Some(v),
-        _ => None,
-    };
-    let zxv = match zx.map(load_i32).transpose()?.as_deref() {
-        None => 0,
-        Some([v]) => *v,
-        Some(_) => return Ok(None),
-    };
-    let zyv = match zy.map(load_i32).transpose()?.as_deref() {
-        None => 0,
-        Some([v]) => *v,
-        Some(_) => return Ok(None),
-    };
-    let Some(zwv) = per_channel(zw.map(load_i32).transpose()?.unwrap_or_else(|| vec![0])) else { return Ok(None) };
-    // ONNX's bias is [M]: one of another length is the generic kernel's error to report.
-    let bias = match bias.map(load_i32).transpose()? {
-        None => vec![0; m],
-        Some(b) if b.len() == m => b,
-        Some(_) => return Ok(None),
-    };
-    if bias.len() != m || (wsc.len() != 1 && wsc.len() != m) {
-        return Ok(None);
-    }
-    // The generic kernel's multiplier: the product and quotient in f32, widened.
-    let mult = (0..m).map(|oc| (xs * if wsc.len() == 1 { wsc[0] } else { wsc[oc] } / ys) as f64).collect();
-    let Some((lo, hi)) = int_range(out_dtype) else { return Ok(None) };
     let pk: usize = ws[2..].iter().product();
     let (cg, mg) = (ws[1], m / g);
     if cg * pk == 0 {
-        // No products (an empty channel or kernel axis): the generic kernel's bias-only output.
+        // No products (an empty channel or kernel axis): the generic kernel's output.
         return Ok(None);
     }
     let wt = w.to_aligned();
@@ -224,21 +259,76 @@ fn prepare(info: &NodeInfo<'_>) -> Result<Option<Prepared>> {
     } else {
         Form::Gemm(wt, zwv)
     };
-    Ok(Some(Prepared {
-        attrs,
-        x_dtype,
-        out_dtype,
-        w_shape: ws,
-        zx: zxv,
+    Ok(Some((attrs, ws, form)))
+}
+
+fn prepare_qlinear(info: &NodeInfo<'_>) -> Result<Option<Prepared>> {
+    let mut c = [None; 9];
+    for (i, slot) in c.iter_mut().enumerate().skip(1) {
+        match constant(info, i) {
+            Some(t) => *slot = t,
+            None => return Ok(None),
+        }
+    }
+    let [_, Some(x_scale), zx, Some(_), Some(w_scale), _, Some(y_scale), zy, bias] = c else { return Ok(None) };
+    let Some(x_dtype) = info.input_dtype(0).or(zx.map(Tensor::dtype)) else { return Ok(None) };
+    let out_dtype = zy.map_or(x_dtype, Tensor::dtype);
+    let all_8bit = [x_dtype, out_dtype].iter().all(|d| matches!(d, DType::U8 | DType::I8));
+    if !all_8bit || zx.is_some_and(|z| z.dtype() != x_dtype) {
+        return Ok(None);
+    }
+    let Some((attrs, ws, form)) = weights(info, 3, 5)? else { return Ok(None) };
+    let m = ws[0];
+    let scalar = |t: &Tensor| -> Result<Option<f32>> {
+        Ok(match load_f32(t)?.as_slice() {
+            [v] => Some(*v),
+            _ => None,
+        })
+    };
+    let (Some(xs), Some(ys)) = (scalar(x_scale)?, scalar(y_scale)?) else { return Ok(None) };
+    let wsc = load_f32(w_scale)?;
+    let (Some(zxv), Some(zyv)) = (scalar_zp(zx)?, scalar_zp(zy)?) else { return Ok(None) };
+    // ONNX's bias is [M]: one of another length is the generic kernel's error to report.
+    let bias = match bias.map(load_i32).transpose()? {
+        None => vec![0; m],
+        Some(b) if b.len() == m => b,
+        Some(_) => return Ok(None),
+    };
+    if wsc.len() != 1 && wsc.len() != m {
+        return Ok(None);
+    }
+    // The generic kernel's multiplier: the product and quotient in f32, widened.
+    let mult = (0..m).map(|oc| (xs * if wsc.len() == 1 { wsc[0] } else { wsc[oc] } / ys) as f64).collect();
+    let Some((lo, hi)) = int_range(out_dtype) else { return Ok(None) };
+    let out = Out::Requant(Requant {
+        dtype: out_dtype,
         mult,
         bias,
         zy: f64::from(zyv),
         range: (f64::from(lo), f64::from(hi)),
-        form,
-    }))
+    });
+    Ok(Some(Prepared { attrs, x_dtype, w_shape: ws, zx: Zx::Const(zxv), out, form }))
 }
 
-impl Kernel for PreparedQLinearConv {
+fn prepare_integer(info: &NodeInfo<'_>) -> Result<Option<Prepared>> {
+    let zx = match constant(info, 2) {
+        Some(Some(z)) if info.input_dtype(0).is_some_and(|d| d != z.dtype()) => return Ok(None),
+        Some(Some(z)) => match scalar_zp(Some(z))? {
+            Some(v) => Zx::Const(v),
+            None => return Ok(None),
+        },
+        Some(None) => Zx::Const(0),
+        None => Zx::Input,
+    };
+    let Some(x_dtype) = info.input_dtype(0).or_else(|| info.input_dtype(2)) else { return Ok(None) };
+    if !matches!(x_dtype, DType::U8 | DType::I8) || info.input_dtype(2).is_some_and(|d| d != x_dtype) {
+        return Ok(None);
+    }
+    let Some((attrs, ws, form)) = weights(info, 1, 3)? else { return Ok(None) };
+    Ok(Some(Prepared { attrs, x_dtype, w_shape: ws, zx, out: Out::Sums, form }))
+}
+
+impl Kernel for PreparedConv {
     fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
         let p = &self.p;
         let x = tensor_in(inputs, 0)?;
@@ -246,38 +336,53 @@ impl Kernel for PreparedQLinearConv {
         if x.dtype() != p.x_dtype || xs.len() != p.w_shape.len() {
             return self.fallback.run(inputs, ctx);
         }
+        let zx = match p.zx {
+            Zx::Const(v) => v,
+            // A zero point of another type or size is the generic kernel's to take or reject.
+            Zx::Input => match opt_tensor_in(inputs, 2)? {
+                None => 0,
+                Some(z) if z.dtype() == p.x_dtype && z.len() == 1 => load_i32(z)?[0],
+                Some(_) => return self.fallback.run(inputs, ctx),
+            },
+        };
         let (g3, shape) = geometry(&p.attrs, xs, &p.w_shape)?;
         let x = x.to_aligned();
-        let y = match (p.x_dtype, p.out_dtype) {
-            (DType::U8, DType::U8) => p.conv::<u8, u8>(&g3, x.as_slice()?, &shape),
-            (DType::U8, _) => p.conv::<u8, i8>(&g3, x.as_slice()?, &shape),
-            (_, DType::U8) => p.conv::<i8, u8>(&g3, x.as_slice()?, &shape),
-            _ => p.conv::<i8, i8>(&g3, x.as_slice()?, &shape),
+        let y = match (&p.out, p.x_dtype) {
+            (Out::Sums, DType::U8) => p.conv::<u8, _>(&g3, x.as_slice()?, zx, &shape, &ToI32),
+            (Out::Sums, _) => p.conv::<i8, _>(&g3, x.as_slice()?, zx, &shape, &ToI32),
+            (Out::Requant(q), x_dtype) => {
+                let (to_u8, to_i8) = (ToQ8::<u8>(q, Default::default()), ToQ8::<i8>(q, Default::default()));
+                match (x_dtype, q.dtype) {
+                    (DType::U8, DType::U8) => p.conv::<u8, _>(&g3, x.as_slice()?, zx, &shape, &to_u8),
+                    (DType::U8, _) => p.conv::<u8, _>(&g3, x.as_slice()?, zx, &shape, &to_i8),
+                    (_, DType::U8) => p.conv::<i8, _>(&g3, x.as_slice()?, zx, &shape, &to_u8),
+                    _ => p.conv::<i8, _>(&g3, x.as_slice()?, zx, &shape, &to_i8),
+                }
+            }
         }?;
         Ok(vec![y.into()])
     }
 }
 
 impl Prepared {
-    fn conv<X: Q8, Y: Q8>(&self, g3: &Geo3, x: &[X], shape: &[usize]) -> Result<Tensor> {
-        Tensor::try_build::<Y, Error>(shape, |y| {
+    fn conv<X: Q8, S: Sink>(&self, g3: &Geo3, x: &[X], zx: i32, shape: &[usize], sink: &S) -> Result<Tensor> {
+        Tensor::try_build::<S::Y, Error>(shape, |y| {
             if y.is_empty() {
                 return Ok(());
             }
             match &self.form {
                 Form::Depthwise(w) => {
-                    self.depthwise(g3, x, w, y);
+                    self.depthwise(g3, x, zx, w, y, sink);
                     Ok(())
                 }
-                Form::Gemm(w, zw) => self.gemm(g3, x, w, zw, y),
+                Form::Gemm(w, zw) => self.gemm(g3, x, zx, w, zw, y, sink),
             }
         })
     }
 
-    fn depthwise<X: Q8, Y: Q8>(&self, g3: &Geo3, x: &[X], w: &[f32], y: &mut [Y]) {
+    fn depthwise<X: Q8, S: Sink>(&self, g3: &Geo3, x: &[X], zx: i32, w: &[f32], y: &mut [S::Y], sink: &S) {
         let (_, [pi, po, pk]) = g3.sizes();
         let c = g3.c;
-        let zx = self.zx;
         // About 32k multiply-adds per task, so small late layers do not pay a fork per plane.
         let min = (1 << 15) / (po * pk).max(1);
         y.par_chunks_mut(po).enumerate().with_min_len(min.max(1)).for_each(|(t, yp)| {
@@ -291,12 +396,22 @@ impl Prepared {
             depthwise_plane(g3, xf, &w[ci * pk..][..pk], yf, scratch);
             acc.resize(po, 0);
             narrow(yf, acc);
-            round::requantize(acc, self.bias[ci], self.mult[ci], self.zy, self.range, yp, Y::from_i32);
+            sink.row(ci, acc, yp);
             PLANES.set(bufs);
         });
     }
 
-    fn gemm<X: Q8, Y: Q8>(&self, g3: &Geo3, x: &[X], w: &Tensor, zw: &[i32], y: &mut [Y]) -> Result<()> {
+    #[allow(clippy::too_many_arguments)]
+    fn gemm<X: Q8, S: Sink>(
+        &self,
+        g3: &Geo3,
+        x: &[X],
+        zx: i32,
+        w: &Tensor,
+        zw: &[i32],
+        y: &mut [S::Y],
+        sink: &S,
+    ) -> Result<()> {
         /// Pixel columns per task: four 48-column panels of packed B.
         const CHUNK: usize = 192;
         let ((cg, mg), [pi, po, pk]) = g3.sizes();
@@ -319,7 +434,7 @@ impl Prepared {
                         return Ok(());
                     }
                     let mut packed = PACKED.take().unwrap_or_else(PackedB::empty);
-                    packed.repack_rows(X::int8(&cols[p0..]), po, kdim, np, self.zx).map_err(Error::invalid)?;
+                    packed.repack_rows(X::int8(&cols[p0..]), po, kdim, np, zx).map_err(Error::invalid)?;
                     let wrows = &wg[r0 * kdim..][..nr * kdim];
                     let a = match w.dtype() {
                         DType::U8 => Int8::U8(wrows),
@@ -335,7 +450,7 @@ impl Prepared {
                             // SAFETY: task (chunk, block) is the only writer of columns p0..p0+np
                             // of the rows of its block: the pieces of different tasks are disjoint.
                             let dst = unsafe { out.piece(((ni * m + oc) * po) + p0, np) };
-                            round::requantize(row, self.bias[oc], self.mult[oc], self.zy, self.range, dst, Y::from_i32);
+                            sink.row(oc, row, dst);
                         }
                         Ok(())
                     });
@@ -356,7 +471,7 @@ impl Prepared {
                     // Padding is zx itself, so it adds nothing once shifted (zx is an X constant,
                     // so it fits X).
                     with_buf(X::cols(), kdim * po, |cols| {
-                        im2col_pad(g3, cg, xg, cols, X::from_i32(self.zx));
+                        im2col_pad(g3, cg, xg, cols, X::from_i32(zx));
                         run(cols)
                     })?;
                 }

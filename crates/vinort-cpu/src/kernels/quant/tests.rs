@@ -228,7 +228,9 @@ proptest! {
 
     /// ConvInteger (the packed int8 product, and the exact-f32 depthwise path) equals the
     /// definition: plain, grouped and depthwise, 1x1 to 5x5 windows, strides, pads,
-    /// dilations, u8 or i8 operands, per-tensor or per-channel weight zero points.
+    /// dilations, u8 or i8 operands, per-tensor or per-channel weight zero points; both the
+    /// generic kernel and the one prepared from constant weights, with X's zero point a
+    /// constant or (as after DynamicQuantizeLinear) a runtime value.
     #[test]
     fn conv_integer_matches_definition(seed in any::<u64>(), kind in 0usize..4, k in 1usize..6, stride in 1usize..3,
                                        pad in 0usize..3, dil in 1usize..3, x_signed in any::<bool>(),
@@ -241,7 +243,9 @@ proptest! {
             2 => (1, 6, 6, 6),
             _ => (2, 16, 8, 1),
         };
-        let (h, wd) = (k * dil + rng.random_range(0..6), k * dil + rng.random_range(0..6));
+        // The last kind has planes of more than one 192-pixel chunk.
+        let extra = if kind == 3 { 20 } else { 6 };
+        let (h, wd) = (k * dil + rng.random_range(0..extra), k * dil + rng.random_range(0..extra));
         let cg = c / group;
         let xv = draw_int8(&mut rng, n * c * h * wd, x_signed);
         let wv = draw_int8(&mut rng, m * cg * k * k, w_signed);
@@ -261,11 +265,14 @@ proptest! {
             ("pads", vinort_ir::Attr::Ints(vec![p; 4])),
             ("dilations", vinort_ir::Attr::Ints(vec![dil as i64; 2])),
         ]).build();
-        let got = crate::test_support::run_node(&node, &inputs).unwrap_or_else(|e| panic!("{e}"));
         let zw_full: Vec<i32> = if per_channel { zw.clone() } else { vec![zw[0]; m] };
         let (shape, want) = naive_conv_integer(&xv, [n, c, h, wd], &wv, [m, cg, k, k], zx, &zw_full, (group, stride, pad, dil));
-        prop_assert_eq!(got[0].shape(), shape.as_slice());
-        prop_assert_eq!(got[0].as_slice::<i32>().unwrap_or_default(), want.as_slice());
+        use crate::test_support::Known;
+        for known in [Known::TypesAndConsts(&[1, 3]), Known::TypesAndConsts(&[1, 2, 3]), Known::Types] {
+            let got = crate::test_support::run_with(&node, &inputs, known).unwrap_or_else(|e| panic!("{e}"));
+            prop_assert_eq!(got[0].shape(), shape.as_slice());
+            prop_assert_eq!(got[0].as_slice::<i32>().unwrap_or_default(), want.as_slice());
+        }
     }
 }
 
@@ -342,5 +349,43 @@ proptest! {
             };
             prop_assert_eq!(&got, &want);
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(24))]
+
+    /// DynamicQuantizeLinear equals the spec's formulas, computed here element by element in
+    /// f32: the range widened to 0, `scale = (max − min) / 255`, `zp = saturate(round(−min /
+    /// scale))`, `y = saturate(round(x / scale) + zp)`, on tensors large enough to be split
+    /// across threads, with a NaN somewhere (the whole range becomes NaN) or an infinity.
+    #[test]
+    fn dynamic_quantize_matches_spec(seed in any::<u64>(), len in prop_oneof![1usize..300, 60_000usize..200_000],
+                                     spread in 0.001f32..1000.0, offset in -1.0f32..1.0, special in 0usize..4) {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut x: Vec<f32> = (0..len).map(|_| (rng.random_range(-1.0f32..1.0) + offset) * spread).collect();
+        let at = rng.random_range(0..len);
+        match special {
+            0 => x[at] = f32::NAN,
+            1 => x[at] = f32::INFINITY,
+            _ => {}
+        }
+        let (hi, lo) = if x.iter().any(|v| v.is_nan()) {
+            (f32::NAN, f32::NAN)
+        } else {
+            (x.iter().fold(0f32, |a, v| a.max(*v)), x.iter().fold(0f32, |a, v| a.min(*v)))
+        };
+        let scale = if hi == lo { 1.0 } else { hi - lo } / 255.0;
+        let zp = (-lo / scale).clamp(0.0, 255.0).round_ties_even();
+        let q = |v: f32| {
+            let r = ((v / scale).round_ties_even() + zp).clamp(0.0, 255.0);
+            if r.is_nan() { 0 } else { r as u8 }
+        };
+        let want: Vec<u8> = x.iter().map(|v| q(*v)).collect();
+        let (y, s, z) = super::dynamic::dynamic_quantize(&x);
+        prop_assert_eq!(s.to_bits(), scale.to_bits());
+        prop_assert_eq!(z, if zp.is_nan() { 0 } else { zp as u8 });
+        prop_assert!(y == want, "quantized data differs");
     }
 }
