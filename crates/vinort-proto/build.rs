@@ -2,7 +2,9 @@
 //! machine needs no system `protoc`.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let proto_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    // Read when the script runs, not baked in when it is compiled: a cached build script
+    // then still finds the schema after the checkout moves.
+    let proto_dir = std::path::PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
     let files = ["onnx.proto", "onnx-data.proto"];
     for f in &files {
         println!("cargo:rerun-if-changed={}", proto_dir.join(f).display());

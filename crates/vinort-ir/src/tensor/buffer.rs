@@ -45,6 +45,22 @@ impl AlignedBuf {
         AlignedBuf { ptr, len }
     }
 
+    /// A buffer of `len` bytes that its owner will overwrite whole: one from the [`pool`]
+    /// keeps the bytes its last tensor left (not zeroed again, which was a memset of every
+    /// tensor every run), a fresh one is zeroed. Either way every byte is initialised, but
+    /// it may not be a valid `bool`: crate-private so that only [`crate::Tensor::try_build_full`],
+    /// which zeroes bool buffers instead, views one through [`AlignedBuf::typed_mut`].
+    pub(crate) fn for_overwrite(len: usize) -> AlignedBuf {
+        if len != 0
+            && let Some(ptr) = pool::take(len)
+        {
+            crate::stats::record_reuse(len);
+            // The pool's buffers were zeroed when allocated and only written since.
+            return AlignedBuf { ptr, len };
+        }
+        AlignedBuf::zeroed(len)
+    }
+
     /// The bytes.
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: ptr is valid for len initialised bytes (zeroed at allocation).
@@ -61,8 +77,10 @@ impl AlignedBuf {
     /// must be a multiple of `size_of::<T>()`).
     pub fn typed_mut<T: Elem>(&mut self) -> &mut [T] {
         let n = self.len / std::mem::size_of::<T>().max(1);
-        // SAFETY: 64-byte alignment satisfies T's; zeroed bytes are a valid T for every Elem
-        // (all-zero is 0, 0.0 or false); n elements fit in len bytes.
+        // SAFETY: 64-byte alignment satisfies T's; the bytes are initialised and a valid T:
+        // zeroed (all-zero is 0, 0.0 or false) or, for buffers from `for_overwrite`, which
+        // are never viewed as bool, any pattern (a value of every other Elem); n elements
+        // fit in len bytes.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().cast::<T>(), n) }
     }
 }

@@ -127,6 +127,32 @@ impl Tensor {
         Ok(Tensor::from_aligned(T::DTYPE, shape, buf))
     }
 
+    /// Like [`Tensor::try_build`] for a `fill` that writes every element: they start with
+    /// unspecified values (what a pooled buffer last held; zeros for a fresh buffer and for
+    /// `bool`, whose other bit patterns are not values), which spares zeroing the buffer.
+    /// An element `fill` leaves alone is garbage, so use it only where every one is written.
+    pub fn try_build_full<T: Elem, E>(
+        shape: &[usize],
+        fill: impl FnOnce(&mut [T]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<Tensor, E> {
+        let n = numel(shape);
+        let bytes = n * std::mem::size_of::<T>();
+        // Every bit pattern is a value of every element type but bool.
+        let mut buf =
+            if T::DTYPE == DType::Bool { AlignedBuf::zeroed(bytes) } else { AlignedBuf::for_overwrite(bytes) };
+        fill(&mut buf.typed_mut::<T>()[..n])?;
+        Ok(Tensor::from_aligned(T::DTYPE, shape, buf))
+    }
+
+    /// [`Tensor::try_build_full`] for a fill that cannot fail.
+    pub fn build_full<T: Elem>(shape: &[usize], fill: impl FnOnce(&mut [T])) -> Tensor {
+        Tensor::try_build_full::<T, std::convert::Infallible>(shape, |s| {
+            fill(s);
+            Ok(())
+        })
+        .unwrap_or_else(|e| match e {})
+    }
+
     /// A tensor of another storage-compatible type built like [`Tensor::build`], e.g. an
     /// `I4` tensor filled through `i8`.
     pub fn build_as<T: Elem>(dtype: DType, shape: &[usize], fill: impl FnOnce(&mut [T])) -> Result<Tensor> {
@@ -444,6 +470,23 @@ fn check_len(shape: &[usize], len: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A bool tensor built "full" from a pooled buffer that held other bytes still starts at
+    /// false (other bit patterns are not bools), while an f32 one may start with what the
+    /// buffer held; `build` zeroes either way.
+    #[test]
+    fn build_full_zeroes_only_bool() {
+        let len = 4099; // a size no other test uses, so the pooled buffer is this one
+        for _ in 0..2 {
+            drop(Tensor::build::<u8>(&[len], |o| o.fill(0xA5)));
+            let b = Tensor::build_full::<bool>(&[len], |_| {});
+            assert!(b.as_slice::<bool>().unwrap().iter().all(|v| !*v));
+            drop(b);
+            drop(Tensor::build::<u8>(&[len], |o| o.fill(0xA5)));
+            let z = Tensor::build::<u8>(&[len], |_| {});
+            assert!(z.as_slice::<u8>().unwrap().iter().all(|v| *v == 0));
+        }
+    }
 
     #[test]
     fn owned_storage_is_64_byte_aligned() {

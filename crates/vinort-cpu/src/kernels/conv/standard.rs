@@ -113,18 +113,40 @@ fn for_each_task<T: Real>(
     }
     let chunk = out.len() / tasks;
     if tasks > 1 && tasks >= rayon::current_num_threads() {
-        out.par_chunks_mut(chunk).enumerate().try_for_each_init(Vec::new, |col, (t, y)| task(t, y, col, false))
+        out.par_chunks_mut(chunk).enumerate().try_for_each(|(t, y)| with_scratch(|col| task(t, y, col, false)))
     } else {
-        let mut col = Vec::new();
-        out.chunks_mut(chunk).enumerate().try_for_each(|(t, y)| task(t, y, &mut col, true))
+        with_scratch(|col| out.chunks_mut(chunk).enumerate().try_for_each(|(t, y)| task(t, y, col, true)))
     }
 }
 
+thread_local! {
+    /// This thread's im2col / column scratch, kept across runs (a `Vec<f32>` or `Vec<f64>`).
+    static SCRATCH: std::cell::Cell<Option<Box<dyn std::any::Any>>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with this thread's scratch vector of `T`, kept across calls so that a conv does
+/// not allocate (and zero) its column matrix every run. The vector is taken out of the cell
+/// for the call, so a nested use on the same thread gets a new one instead of a conflict.
+fn with_scratch<T: Real, R>(f: impl FnOnce(&mut Vec<T>) -> R) -> R {
+    let mut held = SCRATCH.take().filter(|b| b.is::<Vec<T>>()).unwrap_or_else(|| Box::new(Vec::<T>::new()));
+    let r = match held.downcast_mut::<Vec<T>>() {
+        Some(v) => f(v),
+        None => f(&mut Vec::new()),
+    };
+    SCRATCH.set(Some(held));
+    r
+}
+
+/// Sets each channel plane of `y` to its bias, or `y` to zeros without one: the start of a
+/// block that is then added to (the output buffer holds garbage until then).
 fn fill_bias<T: Real>(y: &mut [T], plane: usize, bias: Option<&[T]>) {
-    if let Some(b) = bias {
-        for (row, v) in y.chunks_mut(plane).zip(b) {
-            row.fill(*v);
+    match bias {
+        Some(b) => {
+            for (row, v) in y.chunks_mut(plane).zip(b) {
+                row.fill(*v);
+            }
         }
+        None => y.fill(T::ZERO),
     }
 }
 
@@ -200,8 +222,9 @@ impl Operands<'_> {
     /// else `f32`), then narrows it back to the node's `dtype`.
     fn in_compute_type(&self, shape: &[usize], dtype: DType) -> Result<Vec<Value>> {
         let y = match self.x.dtype() {
-            DType::F64 => Tensor::try_build::<f64, Error>(shape, |o| self.run(o))?,
-            _ => Tensor::try_build::<f32, Error>(shape, |o| self.run(o))?,
+            // Both forms write every element (see `fill_bias`).
+            DType::F64 => Tensor::try_build_full::<f64, Error>(shape, |o| self.run(o))?,
+            _ => Tensor::try_build_full::<f32, Error>(shape, |o| self.run(o))?,
         };
         Ok(vec![from_compute(y, dtype)?.into()])
     }
@@ -234,7 +257,10 @@ fn conv<T: Real>(op: &Operands<'_>, out: &mut [T]) -> Result<()> {
         let (ni, gi) = (t / g.group, t % g.group);
         let xg = &x[(ni * g.c + gi * cg) * pi..][..cg * pi];
         let wg = &w[gi * mg * kdim..][..mg * kdim];
-        fill_bias(y, po, bias.map(|b| &b[gi * mg..][..mg]));
+        // The product overwrites its block when there is no bias to add to.
+        if bias.is_some() || depthwise {
+            fill_bias(y, po, bias.map(|b| &b[gi * mg..][..mg]));
+        }
         if depthwise {
             depthwise_plane(g, xg, wg, y, col);
         } else {
@@ -417,6 +443,40 @@ fn col2im<T: Real>(g: &Geo3, col: &[T], y: &mut [T]) {
                     }
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use vinort_ir::{Attr, Tensor};
+
+    use crate::test_support::{op, run1};
+
+    /// Leaves a NaN-filled buffer of `len` f32 in the tensor pool, where the next output of that
+    /// size will come from.
+    fn poison_pool(len: usize) {
+        drop(Tensor::build::<f32>(&[len], |o| o.fill(f32::NAN)));
+    }
+
+    /// Output buffers are not zeroed before a kernel writes them: a bias-less depthwise Conv
+    /// and ConvTranspose (which add into their blocks) must start from zeros themselves.
+    /// Ones convolved with ones count the taps that land inside the input.
+    #[test]
+    fn biasless_conv_and_transpose_ignore_what_a_reused_buffer_held() {
+        let ones = |shape: &[usize]| Tensor::from_vec(shape, vec![1f32; shape.iter().product()]).unwrap();
+        for _ in 0..2 {
+            poison_pool(2 * 9);
+            let node =
+                op("Conv", 11).inputs(2).attrs([("group", Attr::Int(2)), ("pads", Attr::Ints(vec![1; 4]))]).build();
+            let y = run1(&node, &[ones(&[1, 2, 3, 3]), ones(&[2, 1, 3, 3])]).unwrap();
+            let plane = [4.0, 6.0, 4.0, 6.0, 9.0, 6.0, 4.0, 6.0, 4.0];
+            assert_eq!(y.as_slice::<f32>().unwrap(), [plane, plane].concat().as_slice());
+
+            poison_pool(9);
+            let node = op("ConvTranspose", 11).inputs(2).build();
+            let y = run1(&node, &[ones(&[1, 1, 2, 2]), ones(&[1, 1, 2, 2])]).unwrap();
+            assert_eq!(y.as_slice::<f32>().unwrap(), [1.0, 2.0, 1.0, 2.0, 4.0, 2.0, 1.0, 2.0, 1.0]);
         }
     }
 }

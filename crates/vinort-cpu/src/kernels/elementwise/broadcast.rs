@@ -241,7 +241,7 @@ pub fn binary_map<A: Elem, B: Elem, O: Elem>(a: &Tensor, b: &Tensor, f: impl Fn(
     // Initializers mapped from a model file may sit at any address; copy only those.
     let (a, b) = (a.to_aligned(), b.to_aligned());
     let (xa, xb) = (a.as_slice::<A>()?, b.as_slice::<B>()?);
-    Ok(Tensor::build::<O>(bc.shape(), |out| binary_slices(&bc, xa, xb, out, f)))
+    Ok(Tensor::build_full::<O>(bc.shape(), |out| binary_slices(&bc, xa, xb, out, f)))
 }
 
 /// Writes `f(&a, &b, &c)` over the broadcast of three inputs into `out`. Element types need
@@ -269,7 +269,7 @@ where
 pub fn unary_map<I: Elem, O: Elem>(x: &Tensor, f: impl Fn(I) -> O + Sync) -> Result<Tensor> {
     let x = x.to_aligned();
     let xs = x.as_slice::<I>()?;
-    Ok(Tensor::build::<O>(x.shape(), |out| unary_slices(xs, out, f)))
+    Ok(Tensor::build_full::<O>(x.shape(), |out| unary_slices(xs, out, f)))
 }
 
 /// Writes `f(x)` for every element of `x` into `out` (of equal length), in parallel chunks above

@@ -366,7 +366,7 @@ impl Kernel for PreparedConv {
 
 impl Prepared {
     fn conv<X: Q8, S: Sink>(&self, g3: &Geo3, x: &[X], zx: i32, shape: &[usize], sink: &S) -> Result<Tensor> {
-        Tensor::try_build::<S::Y, Error>(shape, |y| {
+        Tensor::try_build_full::<S::Y, Error>(shape, |y| {
             if y.is_empty() {
                 return Ok(());
             }
