@@ -247,6 +247,53 @@ fn the_cost_rule_moves_a_tiny_cheap_partition_to_the_next_provider_but_keeps_hea
     assert_eq!(parts, [("Cpu", 3), ("First", 1)], "{}", s.plan());
 }
 
+#[test]
+fn the_cost_rule_moves_an_elementwise_only_partition_of_any_size_but_keeps_other_work() {
+    // y = MatMul(chain(MatMul(x, w)), w): `First` takes the five-op chain between the products,
+    // which only the Cpu provider runs.
+    let g = |middle: &'static str| {
+        let ops = ["Relu", "Neg", middle, "Sigmoid", "Tanh"];
+        let names = ["c0", "c1", "c2", "c3", "c4", "c5"];
+        let mut nodes = vec![node("MatMul", "mm1", &["x", "w"], &["c0"])];
+        for (i, op) in ops.iter().enumerate() {
+            nodes.push(node(op, &format!("e{i}"), &[names[i]], &[names[i + 1]]));
+        }
+        nodes.push(node("MatMul", "mm2", &["c5", "w"], &["y"]));
+        let mut graph = onnx::GraphProto {
+            name: Some("cost5".into()),
+            node: nodes,
+            input: vec![value_info("x", 1, &[2, 2])],
+            output: vec![value_info("y", 1, &[2, 2])],
+            ..Default::default()
+        };
+        graph.initializer.push(f32_tensor("w", &[2, 2], &[1.0, 0.0, 0.0, 1.0]));
+        let first =
+            Only { name: "First", ops: &["Relu", "Neg", "Abs", "Softmax", "Sigmoid", "Tanh"], log: Default::default() };
+        Runtime::from_bytes(encode(&model(graph, 17)))
+            .unwrap()
+            .providers([Provider::new(first), vinort::Cpu::default().into()])
+            .build()
+            .unwrap()
+    };
+    let parts = |s: &vinort::Session| -> Vec<(String, usize)> {
+        s.plan().partitions.iter().map(|p| (p.provider.clone(), p.nodes.len())).collect()
+    };
+    // Five elementwise ops: more than MIN_CHEAP_PARTITION, yet not worth two boundaries.
+    let s = g("Abs");
+    assert_eq!(parts(&s), [("Cpu".to_string(), 7)], "{}", s.plan());
+    let x = Tensor::from_vec(&[2, 2], vec![1f32, -2.0, 3.0, -4.0]).unwrap();
+    let want: Vec<f32> =
+        [1f32, -2.0, 3.0, -4.0].iter().map(|v| (1.0 / (1.0 + (-(-v.max(0.0)).abs()).exp())).tanh()).collect();
+    let got = s.run([("x", x)]).unwrap()[0].as_tensor().unwrap().to_vec::<f32>().unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() < 1e-6, "{got:?} vs {want:?}");
+    }
+    // With a Softmax among them the partition is more than elementwise work: it stays.
+    let s = g("Softmax");
+    let want = [("Cpu".to_string(), 1), ("First".to_string(), 5), ("Cpu".to_string(), 1)];
+    assert_eq!(parts(&s), want, "{}", s.plan());
+}
+
 /// A provider with a whole-model path: it would refuse `Neg` node by node (as a single-node
 /// probe might), but compiles the whole model unless told it must split it.
 #[derive(Debug)]

@@ -24,6 +24,19 @@ pub fn refusal(g: &Graph, ix: NodeIndex, device: &str) -> Option<String> {
              implementation (segnet_bench: 3 such pools take ~38 ms there, ~0.14 ms as values-only \
              JIT pools); the Cpu provider computes values and indices in one pass"
         )),
+        // Measured with onnxruntime in the same script (2 threads, f32 inference precision,
+        // the op followed by Cast and Mul as quantize_dynamic writes it, medians of 50).
+        "ConvInteger" => Some(format!(
+            "OpenVINO {MEASURED}'s CPU plugin runs ConvInteger 1.8-4.7x slower than the Cpu provider's \
+             int8 kernel (u8 1x1 16->96 at 112x112: 1.4-2.6 ms vs 0.4-0.6 ms; depthwise 3x3 96 channels: \
+             1.5-3.0 ms vs 0.9-1.0 ms; 3x3 64->64 at 56x56: 1.3-1.6 ms vs 0.7-1.3 ms; the higher times \
+             with a runtime input zero point, as DynamicQuantizeLinear produces)"
+        )),
+        "MatMulInteger" => Some(format!(
+            "OpenVINO {MEASURED}'s CPU plugin runs MatMulInteger ~3.5x slower than the Cpu provider's \
+             int8 kernel (u8 [1,128,256] x [256,1024]: 0.75-0.80 ms vs 0.21 ms, with a runtime or a \
+             constant input zero point)"
+        )),
         _ => None,
     }
 }

@@ -251,13 +251,23 @@ pub(crate) fn planned(model: &Model, provider: String, d: &PartitionDef) -> Plan
 pub const MIN_CHEAP_PARTITION: usize = 3;
 
 /// The cost rule. Every partition boundary costs a synchronous hand-off (for OpenVINO an infer
-/// request round trip, tens of microseconds) while elementwise and shape-plumbing ops on a
-/// few tensors cost about as much on any provider. So a partition of at most
-/// [`MIN_CHEAP_PARTITION`] nodes with no heavy op ([`Traits::HEAVY`]: convolution, matrix product, recurrent,
-/// attention, control flow...) is not worth its boundaries when another partition exists and
-/// a later provider can run its nodes: they move there and join their neighbours.
+/// request round trip, tens of microseconds) while elementwise and shape-plumbing ops cost
+/// about as much on any provider. So a partition with no heavy op ([`Traits::HEAVY`]:
+/// convolution, matrix product, recurrent, attention, control flow...) is not worth its
+/// boundaries when another partition exists and a later provider can run its nodes, if it is
+/// made only of elementwise and plumbing ops (of any number: they save nothing anywhere) or has
+/// at most [`MIN_CHEAP_PARTITION`] nodes; its nodes then move there and join their neighbours.
+///
+/// Measured: a `quantize_dynamic` MobileNetV2, whose int8 convolutions run on the Cpu provider,
+/// left OpenVINO 53 islands of 4-6 Cast/Mul/Add/Clip nodes between them, and its 106-partition
+/// plan took 17.6 ms against 13.1 ms for the same model on the Cpu provider alone.
 fn worth_a_partition(model: &Model, nodes: &[NodeIndex]) -> bool {
-    nodes.len() > MIN_CHEAP_PARTITION || nodes.iter().any(|n| ops::has_traits(model.graph.node(*n), Traits::HEAVY))
+    let has = |n: &NodeIndex, t: Traits| ops::has_traits(model.graph.node(*n), t);
+    if nodes.iter().any(|n| has(n, Traits::HEAVY)) {
+        return true;
+    }
+    let elementwise_only = nodes.iter().all(|n| has(n, Traits::ELEMENTWISE) || has(n, Traits::PLUMBING));
+    !elementwise_only && nodes.len() > MIN_CHEAP_PARTITION
 }
 
 /// Groups nodes into convex partitions per provider, greedily in topological order: a node
