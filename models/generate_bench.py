@@ -28,6 +28,8 @@ generating all of them.
     mobilenetv2          MobileNetV2 1.0, 1x3x224x224 -> logits 1x1000     (opset 17)
     mobilenetv2_qdq      the same, quantized by onnxruntime.quantization.quantize_static
                          (QDQ, per-channel int8 weights, uint8 activations)
+    mobilenetv2_dynamic  the same, quantized by onnxruntime.quantization.quantize_dynamic
+                         (uint8 weights; DynamicQuantizeLinear + ConvInteger per conv)
     resnet50             ResNet-50 v1.5, 1x3x224x224 -> logits 1x1000      (opset 17)
     bert_base            BERT-base encoder, 12 layers, hidden 768, seq 128 (opset 17)
     bert_mini            BERT-mini encoder, 4 layers, hidden 256, seq 128  (opset 17)
@@ -79,7 +81,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate import OPSET, SEED, GraphBuilder, f32, finish_model, i64  # noqa: E402
 
 # scripts/gen-bench-models reads this line (keep it one line, names separated by spaces).
-BENCH_MODELS = "mobilenetv2 mobilenetv2_qdq resnet50 bert_base bert_mini bert_mini_int8 partition_cnn_bench segnet_bench"
+BENCH_MODELS = "mobilenetv2 mobilenetv2_qdq mobilenetv2_dynamic resnet50 bert_base bert_mini bert_mini_int8 partition_cnn_bench segnet_bench"
 # Benchmark-size models made by ONNX Runtime's tools (scripts/perf-tool-models); written only
 # when named, not part of the default set. One line, as above.
 TOOL_MODELS = "bert_mini_fused bert_mini_fused_fp16 bert_mini_fused_matmul4bits"
@@ -535,6 +537,19 @@ def build_mobilenetv2_qdq(rng):
     return gen_corpus.quantize_static_qdq(model, "mobilenetv2_qdq", True, QuantType.QUInt8), feeds
 
 
+def build_mobilenetv2_dynamic(rng):
+    """mobilenetv2 quantized without calibration data: onnxruntime.quantization's pre-processing
+    and quantize_dynamic, which puts a DynamicQuantizeLinear before every Conv and turns it into
+    ConvInteger with uint8 weights (the weight type onnxruntime's ConvInteger takes). `rng` draws
+    the float network, as for mobilenetv2."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import gen_corpus
+    from onnxruntime.quantization import QuantType
+
+    model, feeds = build_mobilenetv2(rng)
+    return gen_corpus.quantize_dynamic_int8(model, weight_type=QuantType.QUInt8), feeds
+
+
 def build_bert_mini_fused(rng, form=None):
     """bert_mini's shape in the form users hand to ONNX Runtime's tools (torch.onnx's position
     ids and mask), through optimize_model(bert) and then `form` (scripts/gen_corpus.py's
@@ -563,6 +578,7 @@ def tool_form(form_name):
 BUILDERS = {
     "mobilenetv2": build_mobilenetv2,
     "mobilenetv2_qdq": build_mobilenetv2_qdq,
+    "mobilenetv2_dynamic": build_mobilenetv2_dynamic,
     "resnet50": build_resnet50,
     "bert_base": build_bert_base,
     "bert_mini": build_bert_mini,

@@ -417,7 +417,9 @@ def quantize_static_qdq(model, name: str, per_channel: bool, activation_type):
         return onnx.load(str(dst))
 
 
-def quantize_dynamic_int8(model, extra_options=None):
+def quantize_dynamic_int8(model, extra_options=None, weight_type=None):
+    """quantize_dynamic with int8 weights by default; pass QuantType.QUInt8 for a CNN, whose
+    ConvInteger onnxruntime's CPU provider implements for uint8 weights only."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -425,7 +427,8 @@ def quantize_dynamic_int8(model, extra_options=None):
         src, pre, dst = Path(tmp, "float.onnx"), Path(tmp, "pre.onnx"), Path(tmp, "dynamic.onnx")
         onnx.save(model, str(src))
         pre_process(src, pre)
-        quantize_dynamic(str(pre), str(dst), weight_type=QuantType.QInt8, extra_options=extra_options or {})
+        quantize_dynamic(str(pre), str(dst), weight_type=weight_type or QuantType.QInt8,
+                         extra_options=extra_options or {})
         return onnx.load(str(dst))
 
 

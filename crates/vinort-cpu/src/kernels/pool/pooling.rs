@@ -192,10 +192,93 @@ fn max_pool<T: MaxElem>(plan: &Plan, x: &[T], y: &mut [T], idx: Option<&mut [i64
             }
         })
     };
+    // A 1-D or 2-D pool whose windows are unit-step runs: the direct loops below.
+    let ranges = (i0 == 1 && plan.o[0] == 1).then(|| (runs(&plan.axes[1].taps), runs(&plan.axes[2].taps)));
+    if let Some((Some(rows), Some(cols))) = &ranges {
+        let plane2 = |(c, yp): (usize, &mut [T]), ip: Option<&mut [i64]>| {
+            max_plane_2d(&x[c * pi..][..pi], i2, rows, cols, yp, ip.map(|ip| (ip, c * pi, column_major.then_some(i1))));
+        };
+        let planes = y.par_chunks_mut(po).enumerate();
+        return match idx {
+            Some(idx) => planes.zip(idx.par_chunks_mut(po)).for_each(|(p, ip)| plane2(p, Some(ip))),
+            None => planes.for_each(|p| plane2(p, None)),
+        };
+    }
     let planes = y.par_chunks_mut(po).enumerate();
     match idx {
         Some(idx) => planes.zip(idx.par_chunks_mut(po)).for_each(|(p, ip)| plane(p, Some(ip))),
         None => planes.for_each(|p| plane(p, None)),
+    }
+}
+
+/// Each output position's taps as a run `start..end` of consecutive input positions, when
+/// every one is (no dilation, or a single tap); None otherwise.
+fn runs(taps: &[Vec<usize>]) -> Option<Vec<(usize, usize)>> {
+    taps.iter()
+        .map(|t| match t.as_slice() {
+            [] => Some((0, 0)),
+            [first, .., last] if last - first + 1 == t.len() => Some((*first, last + 1)),
+            [only] => Some((*only, only + 1)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// One plane of a 2-D MaxPool (rows of `width` elements) whose windows are the row runs ×
+/// column runs given per output row and column: the same comparisons in the same order as the
+/// general walk (row-major window order, the first maximum kept, an empty window giving
+/// LOWEST and index -1), without its per-position closure and tap lists. `idx` gets the
+/// indices, offset by `base`, row-major or (with the height) column-major.
+fn max_plane_2d<T: MaxElem>(
+    xp: &[T],
+    width: usize,
+    rows: &[(usize, usize)],
+    cols: &[(usize, usize)],
+    yp: &mut [T],
+    idx: Option<(&mut [i64], usize, Option<usize>)>,
+) {
+    let ow = cols.len();
+    match idx {
+        None => {
+            for (yr, &(r0, r1)) in yp.chunks_exact_mut(ow).zip(rows) {
+                for (y, &(c0, c1)) in yr.iter_mut().zip(cols) {
+                    let mut best = T::LOWEST;
+                    let mut seen = false;
+                    for r in r0..r1 {
+                        for &v in &xp[r * width + c0..r * width + c1] {
+                            if !seen || v > best {
+                                best = v;
+                                seen = true;
+                            }
+                        }
+                    }
+                    *y = best;
+                }
+            }
+        }
+        Some((ip, base, column_major)) => {
+            for ((yr, ir), &(r0, r1)) in yp.chunks_exact_mut(ow).zip(ip.chunks_exact_mut(ow)).zip(rows) {
+                for ((y, i), &(c0, c1)) in yr.iter_mut().zip(ir.iter_mut()).zip(cols) {
+                    let mut best = T::LOWEST;
+                    let mut at = None;
+                    for r in r0..r1 {
+                        for c in c0..c1 {
+                            let v = xp[r * width + c];
+                            if at.is_none() || v > best {
+                                best = v;
+                                at = Some((r, c));
+                            }
+                        }
+                    }
+                    *y = best;
+                    *i = match (at, column_major) {
+                        (None, _) => -1,
+                        (Some((r, c)), None) => (base + r * width + c) as i64,
+                        (Some((r, c)), Some(height)) => (base + r + c * height) as i64,
+                    };
+                }
+            }
+        }
     }
 }
 
