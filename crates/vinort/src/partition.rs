@@ -131,7 +131,10 @@ pub(crate) fn partition(
                 if worth_a_partition(model, nodes) {
                     continue;
                 }
-                let movable = nodes.iter().all(|n| (pi + 1..providers.len()).any(|q| claims[q].contains(n)));
+                // A later provider that refused a node while compiling cannot take it.
+                let movable = nodes.iter().all(|n| {
+                    (pi + 1..providers.len()).any(|q| claims[q].contains(n) && !vetoes.contains_key(&(q, *n)))
+                });
                 if movable {
                     for n in nodes {
                         let why = format!(
@@ -255,8 +258,10 @@ pub const MIN_CHEAP_PARTITION: usize = 3;
 /// about as much on any provider. So a partition with no heavy op ([`Traits::HEAVY`]:
 /// convolution, matrix product, recurrent, attention, control flow...) is not worth its
 /// boundaries when another partition exists and a later provider can run its nodes, if it is
-/// made only of elementwise and plumbing ops (of any number: they save nothing anywhere) or has
-/// at most [`MIN_CHEAP_PARTITION`] nodes; its nodes then move there and join their neighbours.
+/// made only of elementwise ops (of any number: they save nothing anywhere) or has at most
+/// [`MIN_CHEAP_PARTITION`] nodes; its nodes then move there and join their neighbours. (Shape
+/// plumbing does not count as elementwise here: moving a model's shape arithmetic regroups the
+/// rest of a dynamic-shape graph, which measured worse, not better.)
 ///
 /// Measured: a `quantize_dynamic` MobileNetV2, whose int8 convolutions run on the Cpu provider,
 /// left OpenVINO 53 islands of 4-6 Cast/Mul/Add/Clip nodes between them, and its 106-partition
@@ -266,7 +271,7 @@ fn worth_a_partition(model: &Model, nodes: &[NodeIndex]) -> bool {
     if nodes.iter().any(|n| has(n, Traits::HEAVY)) {
         return true;
     }
-    let elementwise_only = nodes.iter().all(|n| has(n, Traits::ELEMENTWISE) || has(n, Traits::PLUMBING));
+    let elementwise_only = nodes.iter().all(|n| has(n, Traits::ELEMENTWISE));
     !elementwise_only && nodes.len() > MIN_CHEAP_PARTITION
 }
 

@@ -35,6 +35,7 @@ pub fn refusal(g: &Graph, ix: NodeIndex) -> Option<String> {
         "MaxPool" => max_pool(g, n),
         "Resize" => resize(g, n),
         "Tile" => tile(g, n),
+        "Pad" => reflect_pad(g, n),
         "Softmax" if (11..=12).contains(&n.opset) => flattened_softmax(g, n),
         "TopK" => Some(format!(
             "OpenVINO {MEASURED} orders equal values differently from ONNX (ties must keep the lower index \
@@ -252,6 +253,40 @@ fn upsampling(g: &Graph, n: &Node) -> bool {
 fn tile(g: &Graph, n: &Node) -> Option<String> {
     (!is_constant(g, n, 1)).then(|| {
         format!("OpenVINO {MEASURED} Tile with run-time (non-constant) repeats returns wrong data (test_tile: every element differs)")
+    })
+}
+
+/// OpenVINO's Pad in reflect mode checks, when it infers shapes at run time, that every padded
+/// axis is known to hold at least 2 elements, and a dimension its model does not fix fails that
+/// check whatever the input (measured on silero_vad's STFT padding, input `[?, ?]`: "REFLECT
+/// padding mode requires an input of dimension of at least 2 at each spatial axis" from
+/// infer). So a reflect Pad is refused unless each axis it pads has a fixed size of 2 or more;
+/// without constant pads (or with an `axes` input) every axis counts as padded.
+fn reflect_pad(g: &Graph, n: &Node) -> Option<String> {
+    if n.attr_or::<String>("mode", "constant".into()).unwrap_or_default() != "reflect" {
+        return None;
+    }
+    let dims = dims(g, n, 0);
+    let rank = dims.as_ref().map(Vec::len);
+    let pads: Option<Vec<i64>> = if n.opset < 11 {
+        n.attr::<Vec<i64>>("pads").ok().flatten()
+    } else if n.inputs.get(3).copied().flatten().is_some() {
+        None
+    } else {
+        let v = n.inputs.get(1).copied().flatten()?;
+        g.constant(v).and_then(|t| t.to_aligned().to_vec::<i64>().ok())
+    };
+    let padded = |axis: usize| match (&pads, rank) {
+        (Some(p), Some(r)) if p.len() == 2 * r => p[axis] != 0 || p[axis + r] != 0,
+        _ => true,
+    };
+    let ok = dims.as_ref().is_some_and(|d| d.iter().enumerate().all(|(i, d)| !padded(i) || d.is_some_and(|x| x >= 2)));
+    (!ok).then(|| {
+        format!(
+            "OpenVINO {MEASURED}'s reflect Pad fails at run time unless every padded axis has a fixed size of \
+             at least 2, and input '{}' does not (measured: silero_vad's STFT padding of an [?, ?] input)",
+            n.inputs.first().copied().flatten().map_or(String::new(), |v| g.value(v).name.clone())
+        )
     })
 }
 
@@ -488,6 +523,34 @@ pub(crate) mod tests {
                 .is_some()
         );
         assert_eq!(verdict(one_node("Relu", 14, &[x], vec![], &["x"], vec![])), None);
+    }
+
+    #[test]
+    fn semantics_reflect_pad_needs_fixed_padded_axes_of_two_or_more() {
+        let mode = |m: &'static str| vec![attr("mode", Attr::S(m))];
+        let pads = || vec![init::<i64>("p", &[0, 2, 0, 2])];
+        let pad = |x: onnx::ValueInfoProto, m: &'static str, p: Vec<onnx::TensorProto>| {
+            verdict(one_node("Pad", 13, &[x], p, &["x", "p"], mode(m)))
+        };
+        // Fixed sizes: only the padded (last) axis matters, so a batch of 1 is fine.
+        assert_eq!(pad(vi("x", F32, &[1, 8]), "reflect", pads()), None);
+        assert!(pad(vi("x", F32, &[1, 1]), "reflect", pads()).is_some());
+        // A dimension the model leaves open, or pads known only at run time.
+        use vinort_ir::proto::build::{dim, tensor_info};
+        let open = || tensor_info("x", F32, [dim::fixed(1), dim::named("n")]);
+        assert!(pad(open(), "reflect", pads()).is_some());
+        let runtime_pads = verdict(one_node(
+            "Pad",
+            13,
+            &[vi("x", F32, &[1, 8]), vi("p", 7, &[4])],
+            vec![],
+            &["x", "p"],
+            mode("reflect"),
+        ));
+        assert!(runtime_pads.is_some());
+        // Other modes are not affected.
+        assert_eq!(pad(open(), "edge", pads()), None);
+        assert_eq!(pad(open(), "constant", pads()), None);
     }
 
     #[test]

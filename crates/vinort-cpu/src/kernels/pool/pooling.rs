@@ -193,7 +193,10 @@ fn max_pool<T: MaxElem>(plan: &Plan, x: &[T], y: &mut [T], idx: Option<&mut [i64
         })
     };
     // A 1-D or 2-D pool whose windows are unit-step runs: the direct loops below.
-    let ranges = (i0 == 1 && plan.o[0] == 1).then(|| (runs(&plan.axes[1].taps), runs(&plan.axes[2].taps)));
+    // (The depth window must hold the one depth position: a depth pad as large as the kernel
+    // leaves it empty, and every output is then LOWEST.)
+    let flat = i0 == 1 && plan.o[0] == 1 && plan.axes[0].taps[0] == [0];
+    let ranges = flat.then(|| (runs(&plan.axes[1].taps), runs(&plan.axes[2].taps)));
     if let Some((Some(rows), Some(cols))) = &ranges {
         let plane2 = |(c, yp): (usize, &mut [T]), ip: Option<&mut [i64]>| {
             max_plane_2d(&x[c * pi..][..pi], i2, rows, cols, yp, ip.map(|ip| (ip, c * pi, column_major.then_some(i1))));

@@ -312,6 +312,13 @@ fn empty_spatial_input_with_padding() {
     a.push(int("count_include_pad", 1));
     let got = run1(&node("AveragePool", 11, 1, 1, a), &[Some(x.clone())]).unwrap();
     assert_close(&got, &[1, 2, 1], &[0.0; 2], 0.0);
+    // A 3-D pool whose one depth window lies wholly in the depth padding sees no element
+    // either, though its rows and columns would (the 2-D shortcut must not take it).
+    let x3 = t32(&[1, 1, 1, 2, 2], &[1., 2., 3., 4.]);
+    let a3 = vec![ints("kernel_shape", &[1, 2, 2]), ints("pads", &[1, 0, 0, 0, 0, 0]), ints("strides", &[2, 1, 1])];
+    let got = run_node(&node("MaxPool", 12, 1, 2, a3), &[Some(x3)], &[]).unwrap();
+    assert_close(&got[0], &[1, 1, 1, 1, 1], &[f64::NEG_INFINITY], 0.0);
+    assert_eq!(got[1].to_vec::<i64>().unwrap(), [-1]);
     let got = run1(&node("GlobalMaxPool", 1, 1, 1, vec![]), &[Some(t32(&[1, 2, 3, 0], &[]))]).unwrap();
     assert_close(&got, &[1, 2, 1, 1], &[f64::NEG_INFINITY; 2], 0.0);
     let got = run1(
