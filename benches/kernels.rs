@@ -8,6 +8,10 @@
 //! Each op runs as a one-node model through a `[Cpu]` session (the per-run overhead is part of
 //! what users pay; it is microseconds against milliseconds of arithmetic).
 //!
+//! `against_peak` first measures the machine's f32 peak (independent AVX-512 FMA chains on
+//! every core at once), then prints each kernel's GFLOP/s (median of 20 runs) as a share of
+//! it: the number issue 13's "f32 GEMM >= 60% of measured peak" target is judged on.
+//!
 //! `cargo bench --bench kernels`
 
 use std::time::Duration;
@@ -129,9 +133,101 @@ fn depthwise(c: &mut Criterion) {
     }
 }
 
+/// Multiply-adds per round of [`fma_burst`]'s loop: 24 independent 16-lane accumulators,
+/// enough to cover the FMA latency on both of Zen 5's (and Intel's) FMA ports.
+const BURST_FMAS: u64 = 24 * 16;
+
+/// `iters` rounds of 24 independent AVX-512 FMA chains: the f32 arithmetic peak of one core.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn fma_burst(iters: u64, seed: f32) -> f32 {
+    use std::arch::x86_64::*;
+    let (m, a) = (_mm512_set1_ps(0.999_999), _mm512_set1_ps(1e-7));
+    let mut acc = [_mm512_set1_ps(seed); 24];
+    for _ in 0..iters {
+        for v in &mut acc {
+            *v = _mm512_fmadd_ps(*v, m, a);
+        }
+    }
+    let mut sum = _mm512_setzero_ps();
+    for v in acc {
+        sum = _mm512_add_ps(sum, v);
+    }
+    _mm512_reduce_add_ps(sum)
+}
+
+/// The machine's measured f32 peak: [`fma_burst`] on every core at once, in GFLOP/s (None
+/// without AVX-512, where the f32 kernels' peak would be AVX2's and is not measured here).
+fn measured_peak_gflops() -> Option<f64> {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let iters = 20_000_000u64;
+        let mut best = 0f64;
+        for _ in 0..3 {
+            let start = std::time::Instant::now();
+            std::thread::scope(|s| {
+                for t in 0..threads {
+                    // SAFETY: the CPU supports AVX-512F (checked above).
+                    s.spawn(move || std::hint::black_box(unsafe { fma_burst(iters, t as f32) }));
+                }
+            });
+            let flop = (2 * BURST_FMAS * iters * threads as u64) as f64;
+            best = best.max(flop / start.elapsed().as_secs_f64() / 1e9);
+        }
+        return Some(best);
+    }
+    None
+}
+
+/// A labelled one-node session, its FLOP count and its two input shapes.
+type PeakCase = (String, u64, Session, Vec<i64>, Vec<i64>);
+
+/// Each kernel's median GFLOP/s next to the measured peak, printed (criterion's own report
+/// gives the same throughputs with confidence intervals, but not the ratio).
+fn against_peak(_: &mut Criterion) {
+    let Some(peak) = measured_peak_gflops() else {
+        println!("against_peak: no AVX-512 here; peak not measured");
+        return;
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("against_peak: measured f32 peak {peak:.0} GFLOP/s ({threads} threads of AVX-512 FMA)");
+    let mut cases: Vec<PeakCase> = vec![];
+    for (m, k, n) in [(512, 512, 512), (1024, 1024, 1024), (128, 768, 3072)] {
+        let s = one_node("MatMul", &[m, k], &[k, n], &[m, n], vec![]);
+        cases.push((format!("matmul {m}x{k}x{n}"), (2 * m * k * n) as u64, s, vec![m, k], vec![k, n]));
+    }
+    for (ch, hw) in [(64i64, 56i64), (256, 14)] {
+        let (x, w, y) = ([1, ch, hw, hw], [ch, ch, 3, 3], [1, ch, hw, hw]);
+        let attrs = vec![ints("kernel_shape", &[3, 3]), ints("pads", &[1, 1, 1, 1])];
+        let s = one_node("Conv", &x, &w, &y, attrs);
+        cases.push((
+            format!("conv3x3 {ch}ch {hw}x{hw}"),
+            (2 * ch * ch * 9 * hw * hw) as u64,
+            s,
+            x.to_vec(),
+            w.to_vec(),
+        ));
+    }
+    for (label, flop, s, a, b) in cases {
+        let (ta, tb) = (random(&a), random(&b));
+        let mut times: Vec<f64> = (0..23)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                s.run([("a", &ta), ("b", &tb)]).expect("run succeeds");
+                t.elapsed().as_secs_f64()
+            })
+            .skip(3)
+            .collect();
+        times.sort_by(f64::total_cmp);
+        let gflops = flop as f64 / times[times.len() / 2] / 1e9;
+        println!("against_peak: {label}: {gflops:.0} GFLOP/s = {:.0}% of peak", 100.0 * gflops / peak);
+    }
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
-    targets = matmul, conv, depthwise
+    targets = against_peak, matmul, conv, depthwise
 }
 criterion_main!(benches);
