@@ -16,6 +16,11 @@ use crate::kernel::{Kernel, NodeInfo, opt_tensor_in, tensor_in};
 use crate::kernels::epilogue::Epilogue;
 use crate::qgemm::{Int8, PackedB, qgemm};
 
+thread_local! {
+    /// A fused product's i32 sums, kept per thread across runs.
+    static ACC: std::cell::Cell<Vec<i32>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// A MatMulInteger whose B was packed at build time.
 pub(crate) struct PackedMatMulInteger {
     b: PackedB,
@@ -118,16 +123,32 @@ impl Kernel for PackedMatMulInteger {
                 Some(_) => Err(Error::unsupported("a fused integer product of inputs its packed form does not take")),
             };
         };
+        // qgemm overwrites every element of C (rows x n, ldc = n) once there is a product
+        // to take; an empty one (k = 0) keeps the zeroed buffer.
+        let full = self.b.k() > 0;
         let out = match &self.epi {
+            None if full => Tensor::try_build_full::<i32, Error>(&r.shape, |c| self.product(&r, c))?,
             None => Tensor::try_build::<i32, Error>(&r.shape, |c| self.product(&r, c))?,
             Some(epi) => {
-                let mut acc = vec![0i32; r.rows * self.b.n()];
-                self.product(&r, &mut acc)?;
-                let ops = epi.operands(inputs, acc.len())?;
-                Tensor::try_build::<f32, Error>(&r.shape, |y| {
-                    y.iter_mut().zip(&acc).for_each(|(y, a)| *y = *a as f32);
-                    epi.apply(y, 0, self.b.n(), ops)
-                })?
+                // The i32 products go to this thread's scratch, kept across runs (a fresh zeroed
+                // vector per run was a memset of every product).
+                let (mut held, len) = (ACC.take(), r.rows * self.b.n());
+                if !full {
+                    held.clear();
+                }
+                if held.len() < len {
+                    held.resize(len, 0);
+                }
+                let acc = &mut held[..len];
+                let y = self.product(&r, acc).and_then(|()| {
+                    let ops = epi.operands(inputs, len)?;
+                    Tensor::try_build_full::<f32, Error>(&r.shape, |y| {
+                        y.iter_mut().zip(acc.iter()).for_each(|(y, a)| *y = *a as f32);
+                        epi.apply(y, 0, self.b.n(), ops)
+                    })
+                });
+                ACC.set(held);
+                y?
             }
         };
         Ok(vec![out.into()])
