@@ -78,83 +78,75 @@ pub(crate) fn im2col<T: Copy + Default>(g: &Geo3, cg: usize, x: &[T], col: &mut 
 /// [`im2col`] with `pad` for the positions outside the input (a quantized input's zero point,
 /// so padding is zero once shifted).
 pub(crate) fn im2col_pad<T: Copy>(g: &Geo3, cg: usize, x: &[T], col: &mut [T], pad: T) {
-    let ([i0, i1, i2], [_, o1, o2], [s0, s1, s2]) = (g.i, g.o, g.s);
-    if s1 == 1 && s2 == 1 && o2 == i2 {
-        return im2col_same_width(g, cg, x, col, pad);
-    }
     let (pi, po) = (prod3(&g.i), prod3(&g.o));
+    let same_width = g.s[1] == 1 && g.s[2] == 1 && g.o[2] == g.i[2];
     let mut rows = col.chunks_mut(po);
     for ci in 0..cg {
         let xc = &x[ci * pi..][..pi];
-        for [off0, off1, off2] in g.tap_offsets() {
+        for off in g.tap_offsets() {
             let Some(row) = rows.next() else { return };
-            let (lo, hi) = valid_range(o2, i2, s2, off2);
-            for (r0, dst0) in row.chunks_mut(o1 * o2).enumerate() {
-                let y0 = (r0 * s0) as isize + off0;
-                for (r1, dst) in dst0.chunks_mut(o2).enumerate() {
-                    let y1 = (r1 * s1) as isize + off1;
-                    if y0 < 0 || y0 >= i0 as isize || y1 < 0 || y1 >= i1 as isize || lo == hi {
-                        dst.fill(pad);
-                        continue;
-                    }
-                    dst[..lo].fill(pad);
-                    dst[hi..].fill(pad);
-                    let src = &xc[(y0 as usize * i1 + y1 as usize) * i2..][..i2];
-                    let start = (lo as isize * s2 as isize + off2) as usize;
-                    if s2 == 1 {
-                        dst[lo..hi].copy_from_slice(&src[start..start + (hi - lo)]);
-                    } else {
-                        for (dv, sv) in dst[lo..hi].iter_mut().zip(src[start..].iter().step_by(s2)) {
-                            *dv = *sv;
-                        }
-                    }
+            if same_width { tap_row_same_width(g, xc, off, row, pad) } else { tap_row(g, xc, off, row, pad) }
+        }
+    }
+}
+
+/// One tap's row of the column matrix (`off`: the tap's input offsets), output row by output
+/// row.
+fn tap_row<T: Copy>(g: &Geo3, xc: &[T], [off0, off1, off2]: [isize; 3], row: &mut [T], pad: T) {
+    let ([i0, i1, i2], [_, o1, o2], [s0, s1, s2]) = (g.i, g.o, g.s);
+    let (lo, hi) = valid_range(o2, i2, s2, off2);
+    for (r0, dst0) in row.chunks_mut(o1 * o2).enumerate() {
+        let y0 = (r0 * s0) as isize + off0;
+        for (r1, dst) in dst0.chunks_mut(o2).enumerate() {
+            let y1 = (r1 * s1) as isize + off1;
+            if y0 < 0 || y0 >= i0 as isize || y1 < 0 || y1 >= i1 as isize || lo == hi {
+                dst.fill(pad);
+                continue;
+            }
+            dst[..lo].fill(pad);
+            dst[hi..].fill(pad);
+            let src = &xc[(y0 as usize * i1 + y1 as usize) * i2..][..i2];
+            let start = (lo as isize * s2 as isize + off2) as usize;
+            if s2 == 1 {
+                dst[lo..hi].copy_from_slice(&src[start..start + (hi - lo)]);
+            } else {
+                for (dv, sv) in dst[lo..hi].iter_mut().zip(src[start..].iter().step_by(s2)) {
+                    *dv = *sv;
                 }
             }
         }
     }
 }
 
-/// [`im2col_pad`] when the last two strides are 1 and output rows are as wide as input rows
-/// (a "same"-padded convolution): the in-bounds rows of one tap are then a single shifted copy
-/// of the input plane, after which only each row's padding columns are set. Row by row, a
-/// small plane (a 56-wide int8 row is 56 bytes) cost one `memcpy` and two `memset` calls per
-/// output row and tap, which took half a 3x3 int8 convolution's time.
-fn im2col_same_width<T: Copy>(g: &Geo3, cg: usize, x: &[T], col: &mut [T], pad: T) {
+/// [`tap_row`] when the last two strides are 1 and output rows are as wide as input rows (a
+/// "same"-padded convolution): the in-bounds rows of the tap are then a single shifted copy of
+/// the input plane, after which only each row's padding columns are set. Row by row, a small
+/// plane (a 56-wide int8 row is 56 bytes) cost one `memcpy` and two `memset` calls per output
+/// row and tap, which took half a 3x3 int8 convolution's time.
+fn tap_row_same_width<T: Copy>(g: &Geo3, xc: &[T], [off0, off1, off2]: [isize; 3], row: &mut [T], pad: T) {
     let ([i0, i1, i2], [_, o1, o2], [s0, _, _]) = (g.i, g.o, g.s);
-    let (pi, po) = (prod3(&g.i), prod3(&g.o));
-    let mut rows = col.chunks_mut(po);
-    for ci in 0..cg {
-        let xc = &x[ci * pi..][..pi];
-        for [off0, off1, off2] in g.tap_offsets() {
-            let Some(row) = rows.next() else { return };
-            let (lo, hi) = valid_range(o2, i2, 1, off2);
-            // Output rows r1 in a..b read input rows r1 + off1 inside 0..i1.
-            let (a, b) = valid_range(o1, i1, 1, off1);
-            for (r0, dst0) in row.chunks_mut(o1 * o2).enumerate() {
-                let y0 = (r0 * s0) as isize + off0;
-                if y0 < 0 || y0 >= i0 as isize || a == b || lo == hi {
-                    dst0.fill(pad);
-                    continue;
-                }
-                dst0[..a * o2].fill(pad);
-                dst0[b * o2..].fill(pad);
-                // Output (r1, c) reads plane element (r1 + off1)·i2 + c + off2 of depth y0,
-                // i.e. its own index plus `shift`. The first and the last in-bounds elements are
-                // inside the input, so everything between them is too.
-                let shift = y0 * (i1 * i2) as isize + off1 * i2 as isize + off2;
-                let (d0, d1) = (a * o2 + lo, (b - 1) * o2 + hi);
-                let s0 = (d0 as isize + shift) as usize;
-                dst0[d0..d1].copy_from_slice(&xc[s0..s0 + (d1 - d0)]);
-                if lo > 0 || hi < o2 {
-                    for r in dst0[a * o2..b * o2].chunks_exact_mut(o2) {
-                        for v in &mut r[..lo] {
-                            *v = pad;
-                        }
-                        for v in &mut r[hi..] {
-                            *v = pad;
-                        }
-                    }
-                }
+    let (lo, hi) = valid_range(o2, i2, 1, off2);
+    // Output rows r1 in a..b read input rows r1 + off1 inside 0..i1.
+    let (a, b) = valid_range(o1, i1, 1, off1);
+    for (r0, dst0) in row.chunks_mut(o1 * o2).enumerate() {
+        let y0 = (r0 * s0) as isize + off0;
+        if y0 < 0 || y0 >= i0 as isize || a == b || lo == hi {
+            dst0.fill(pad);
+            continue;
+        }
+        dst0[..a * o2].fill(pad);
+        dst0[b * o2..].fill(pad);
+        // Output (r1, c) reads plane element (r1 + off1)·i2 + c + off2 of depth y0, i.e. its
+        // own index plus `shift`. The first and the last in-bounds elements are inside the
+        // input, so everything between them is too.
+        let shift = y0 * (i1 * i2) as isize + off1 * i2 as isize + off2;
+        let (d0, d1) = (a * o2 + lo, (b - 1) * o2 + hi);
+        let src = (d0 as isize + shift) as usize;
+        dst0[d0..d1].copy_from_slice(&xc[src..src + (d1 - d0)]);
+        if lo > 0 || hi < o2 {
+            for r in dst0[a * o2..b * o2].chunks_exact_mut(o2) {
+                r[..lo].fill(pad);
+                r[hi..].fill(pad);
             }
         }
     }

@@ -341,7 +341,11 @@ impl Kernel for PreparedConv {
             // A zero point of another type or size is the generic kernel's to take or reject.
             Zx::Input => match opt_tensor_in(inputs, 2)? {
                 None => 0,
-                Some(z) if z.dtype() == p.x_dtype && z.len() == 1 => load_i32(z)?[0],
+                // One byte read in place (load_i32 would allocate every run).
+                Some(z) if z.dtype() == p.x_dtype && z.len() == 1 => {
+                    let byte = z.as_bytes()[0];
+                    if p.x_dtype == DType::U8 { i32::from(byte) } else { i32::from(byte as i8) }
+                }
                 Some(_) => return self.fallback.run(inputs, ctx),
             },
         };
