@@ -51,6 +51,13 @@ pub struct KernelStep {
     op: String,
 }
 
+impl KernelStep {
+    /// The op it runs, `domain::Op` outside the default domain.
+    pub fn op(&self) -> &str {
+        &self.op
+    }
+}
+
 impl Step for KernelStep {
     fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
         // Errors that already name their node (a kernel's own, or one from inside a

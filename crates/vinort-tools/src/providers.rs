@@ -131,7 +131,7 @@ pub struct ProviderArgs {
     pub cpu_threads: Option<usize>,
     /// How much the Cpu provider's graph optimizer rewrites its partitions (like ONNX Runtime's
     /// graph optimization level).
-    #[arg(long, value_enum, default_value_t = OptimizationArg::Extended)]
+    #[arg(long, value_enum, default_value_t = OptimizationArg::All)]
     pub cpu_optimization: OptimizationArg,
 }
 
@@ -145,6 +145,8 @@ pub enum OptimizationArg {
     Basic,
     /// Basic plus fused kernels (GELU, Conv/Gemm/MatMul + bias + residual + activation).
     Extended,
+    /// Extended plus layout changes (Convs in the blocked NCHWc layout on AVX-512 CPUs).
+    All,
 }
 
 #[cfg(feature = "cli")]
@@ -154,6 +156,7 @@ impl From<OptimizationArg> for vinort::GraphOptimizationLevel {
             OptimizationArg::Disabled => vinort::GraphOptimizationLevel::Disabled,
             OptimizationArg::Basic => vinort::GraphOptimizationLevel::Basic,
             OptimizationArg::Extended => vinort::GraphOptimizationLevel::Extended,
+            OptimizationArg::All => vinort::GraphOptimizationLevel::All,
         }
     }
 }
@@ -222,7 +225,7 @@ mod tests {
             options: i.into(),
             strict: false,
             cpu_threads: None,
-            cpu_optimization: OptimizationArg::Extended,
+            cpu_optimization: OptimizationArg::All,
         };
         assert!(matches!(args("openvino,tpu", "precision").build(), Err(ProviderError::Options(_))));
         assert!(matches!(args("tpu,openvino", "precision").build(), Err(ProviderError::Unknown { .. })));

@@ -63,7 +63,7 @@ impl Cpu {
         vinort_cpu::CpuProvider::supported_ops()
     }
 
-    /// How much the graph optimizer rewrites (default [`GraphOptimizationLevel::Extended`]).
+    /// How much the graph optimizer rewrites (default [`GraphOptimizationLevel::All`]).
     pub fn optimization(mut self, level: GraphOptimizationLevel) -> Cpu {
         self.inner.optimization = level;
         self

@@ -42,7 +42,7 @@ pub(crate) enum Act {
 impl Act {
     /// Applies the activation to every element in place, compiled for AVX-512 or AVX2 when the
     /// CPU has them ([`vmath::apply_in_place`]).
-    fn apply(self, y: &mut [f32]) {
+    pub(crate) fn apply(self, y: &mut [f32]) {
         match self {
             Act::Relu => vmath::apply_in_place(Fun::Relu, y),
             Act::LeakyRelu(a) => vmath::apply_in_place(Fun::LeakyRelu(a), y),

@@ -18,6 +18,9 @@
 //!   ([`crate::kernels::epilogue`]); a MatMulInteger by constant weights (dynamic
 //!   quantization's) absorbs its Cast to float and Mul by the scales, then the same chain.
 //!
+//! - [`layout::nchwc`] (All): f32 2-D Convs, with their fused tails, run in the blocked
+//!   NCHWc layout on CPUs with AVX-512, with reorders where values cross into and out of it.
+//!
 //! Folding and the epilogue fusions compute exactly what the unfused graph computes (same
 //! kernels, same f32 formulas in the same order); Conv+BatchNormalization and GELU round
 //! differently, as in ONNX Runtime, and their tests bound the difference.
@@ -38,6 +41,7 @@ use crate::kernels::linalg::matmul::{fused_gemm_factory, fused_matmul_factory};
 
 pub(crate) mod fold;
 pub(crate) mod fuse;
+pub(crate) mod layout;
 #[cfg(test)]
 mod tests;
 
@@ -50,8 +54,12 @@ pub enum OptLevel {
     /// Rewrites that keep every op an ONNX op: constant folding, Conv+BatchNormalization.
     Basic,
     /// Basic plus fusions into kernels that do several ops' work in one pass.
-    #[default]
     Extended,
+    /// Extended plus layout changes: Convs run in the blocked NCHWc layout on CPUs with
+    /// AVX-512 (ONNX Runtime's `ORT_ENABLE_ALL`). The products sum in another order, so results
+    /// differ from Extended by rounding.
+    #[default]
+    All,
 }
 
 /// One node of the partition as it will be compiled.
@@ -136,6 +144,9 @@ impl<'g> Work<'g> {
             fuse::gelu(self);
             fuse::epilogues(self);
         }
+        if level >= OptLevel::All {
+            layout::nchwc(self);
+        }
     }
 
     /// The type of a value.
@@ -164,6 +175,14 @@ impl<'g> Work<'g> {
         self.next_id = self.next_id.saturating_add(1);
         self.types.insert(v, ValueType::tensor(t.dtype(), t.shape()));
         self.consts.insert(v, t);
+        v
+    }
+
+    /// A new value made at run time by an item a pass added.
+    pub fn new_value(&mut self, ty: ValueType) -> ValueId {
+        let v = ValueId(self.next_id);
+        self.next_id = self.next_id.saturating_add(1);
+        self.types.insert(v, ty);
         v
     }
 
@@ -238,6 +257,9 @@ pub(crate) fn build_item(w: &Work<'_>, it: &Item) -> Result<Box<dyn Kernel>> {
         consts: node.inputs.iter().map(|v| v.and_then(|v| w.constant(v)).map(|t| t.to_aligned())).collect(),
         outputs: node.outputs.iter().map(ty).collect(),
     };
+    if node.domain == crate::kernels::conv::nchwc::DOMAIN {
+        return crate::kernels::conv::nchwc::factory(&info, it.epi.clone());
+    }
     if it.epi.is_empty() {
         let factory = crate::provider::registry().find(node).map_err(Error::Unsupported)?;
         return factory(&info);

@@ -46,12 +46,17 @@ fn model(
 
 /// Runs `model` with the optimizer off and on; returns both outputs and both kernel counts.
 fn both(model: &Model, inputs: &[Tensor]) -> (Vec<Tensor>, Vec<Tensor>, usize, usize) {
+    both_at(model, inputs, OptLevel::Extended)
+}
+
+/// [`both`] with the optimizer at `level`.
+fn both_at(model: &Model, inputs: &[Tensor], level: OptLevel) -> (Vec<Tensor>, Vec<Tensor>, usize, usize) {
     let g = &model.graph;
     let values: Vec<Value> = inputs.iter().cloned().map(Value::Tensor).collect();
     let refs: Vec<&Value> = values.iter().collect();
     let mut outs = vec![];
     let mut counts = vec![];
-    for level in [OptLevel::Disabled, OptLevel::Extended] {
+    for level in [OptLevel::Disabled, level] {
         let plan = compile_nodes(g, g.topo_order(), g.inputs(), g.outputs(), level).unwrap_or_else(|e| panic!("{e}"));
         counts.push(plan.steps().count());
         let got = plan.run(&refs, &RunContext::default()).unwrap_or_else(|e| panic!("{level:?}: {e}"));
@@ -384,5 +389,69 @@ proptest! {
         for (p, q) in a.iter().zip(b) {
             prop_assert!(p.abs_diff(*q) <= 1, "{} vs {}", p, q);
         }
+    }
+
+    /// A chain of Convs moved to NCHWc (regular with any kernel, stride, padding and dilation,
+    /// then depthwise, then 1x1 with the first's output as residual) equals the NCHW graph
+    /// within f32 rounding of its sums, for channel counts below, at and past one block, with
+    /// the first output also read by the graph (so it is reordered back as well).
+    #[test]
+    fn nchwc_conv_chains_match_nchw(seed in any::<u64>(), act in 0usize..8, n in 1usize..3, c in 1usize..20,
+                                    m in 1usize..36, k in 1usize..4, s in 1usize..3, d in 1usize..3,
+                                    pads in proptest::array::uniform4(0usize..3), h in 0usize..9, wd in 0usize..9) {
+        prop_assume!(crate::kernels::conv::nchwc::available());
+        let mut rng = StdRng::seed_from_u64(seed);
+        let reach = d * (k - 1) + 1;
+        let (h, wd) = ((reach + h).saturating_sub(pads[0] + pads[2]).max(1), (reach + wd).saturating_sub(pads[1] + pads[3]).max(1));
+        let out = |i: usize, p: usize| (i + p - reach) / s + 1;
+        prop_assume!(h + pads[0] + pads[2] >= reach && wd + pads[1] + pads[3] >= reach);
+        let (oh, ow) = (out(h, pads[0] + pads[2]), out(wd, pads[1] + pads[3]));
+        let xs = [n, c, h, wd];
+        let ys = [n, m, oh, ow];
+        let i64s = |v: &[usize]| v.iter().map(|x| *x as i64).collect::<Vec<_>>();
+        let conv1 = onnx::NodeProto {
+            attribute: vec![
+                attr::ints("kernel_shape", &[k as i64, k as i64]),
+                attr::ints("strides", &[s as i64, s as i64]),
+                attr::ints("dilations", &[d as i64, d as i64]),
+                attr::ints("pads", &i64s(&pads)),
+            ],
+            ..node("Conv", "c1", &["x", "w1", "b1"], &["p"])
+        };
+        let (a1, extra) = activation(act, "p", "a");
+        let conv2 = onnx::NodeProto {
+            attribute: vec![attr::ints("pads", &[1, 1, 1, 1]), attr::int("group", m as i64)],
+            ..node("Conv", "c2", &["a", "w2"], &["q"])
+        };
+        let nodes = vec![
+            conv1,
+            a1,
+            conv2,
+            node("Conv", "c3", &["q", "w3", "b3"], &["r"]),
+            node("Add", "res", &["r", "a"], &["y"]),
+        ];
+        let mut inits = vec![
+            ("w1", random(&mut rng, &[m, c, k, k], 1.0)),
+            ("b1", random(&mut rng, &[m], 0.5)),
+            ("w2", random(&mut rng, &[m, 1, 3, 3], 1.0)),
+            ("w3", random(&mut rng, &[m, m, 1, 1], 1.0)),
+            ("b3", random(&mut rng, &[m], 0.5)),
+        ];
+        inits.extend(extra);
+        let md = model(nodes, &[("x", &xs)], &[("y", &ys), ("a", &ys)], &inits);
+        let x = random(&mut rng, &xs, 2.0);
+        let (off, on, _, _) = both_at(&md, std::slice::from_ref(&x), OptLevel::All);
+        for (o, f) in on.iter().zip(&off) {
+            prop_assert_eq!(o.shape(), f.shape());
+            // Sums of up to 9·c products of terms below 2 (then m more) in another order.
+            ts::assert_close(&f32s(o), &f32s(f), 1e-4, 1e-4, "NCHWc chain");
+        }
+        let g = &md.graph;
+        let plan = compile_nodes(g, g.topo_order(), g.inputs(), g.outputs(), OptLevel::All).unwrap_or_else(|e| panic!("{e}"));
+        let ops: Vec<&str> = plan.steps().map(|s| s.op()).collect();
+        prop_assert_eq!(ops.iter().filter(|o| **o == "vinort.nchwc::Conv").count(), 3, "{:?}", ops);
+        // One reorder in (x), one out per output read outside (a, y).
+        prop_assert_eq!(ops.iter().filter(|o| **o == "vinort.nchwc::ReorderInput").count(), 1, "{:?}", ops);
+        prop_assert_eq!(ops.iter().filter(|o| **o == "vinort.nchwc::ReorderOutput").count(), 2, "{:?}", ops);
     }
 }

@@ -1,0 +1,718 @@
+//! 2-D f32 convolutions in the blocked NCHWc layout `[N, ⌈C/16⌉, H, W, 16]`: the sixteen
+//! channels of one block sit side by side at each pixel, one AVX-512 register. The optimizer's
+//! layout pass ([`crate::optimize::layout`]) rewrites the Convs of a partition into this form,
+//! with a reorder where a value enters or leaves it, as ONNX Runtime's NCHWc transformer does.
+//!
+//! Why a layout of its own: in NCHW a convolution is im2col plus a GEMM that packs both
+//! operands on every call, and the bias, residual and activation are further passes over the
+//! output; a depthwise conv has one plane per channel and nothing to vectorize across. In NCHWc
+//! every multiply-add is a vector over 16 output channels, read from the input in place:
+//! - a regular conv broadcasts one input value and multiplies it by 16 output channels'
+//!   weights, for a tile of up to 12 pixels × 32 output channels held in registers over every
+//!   tap and input channel (weights packed once, at compile time, per block of 16 outputs);
+//! - a depthwise conv multiplies 16 channels of one pixel by their 16 weights per tap.
+//!
+//! The bias, a residual and the activation are applied to each tile before it leaves the
+//! registers or the cache. Padding is a zero border copied around the input once per run, so
+//! no tap is ever bounds-checked in the inner loops.
+//!
+//! Hand-written: no crate offers convolutions in a blocked layout, and the GEMM crate cannot
+//! keep packed weights across calls or apply a tail inside its tiles.
+//!
+//! The lanes of the last block past C are padding: they hold whatever the lanes' zero weights
+//! and zero bias make of the tail (for a HardSigmoid, 0.5), never read as results: a conv
+//! multiplies only the first C input lanes and a reorder back copies only C channels.
+//!
+//! AVX-512 only: the layout pass runs only where [`available`] says so, and the NCHW kernels
+//! serve every other CPU.
+
+use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
+
+use crate::kernel::{Kernel, NodeInfo, tensor_in};
+use crate::kernels::epilogue::{Act, Epilogue};
+use crate::kernels::window::{Window, WindowAttrs};
+
+/// Channels per block: one AVX-512 register of f32.
+pub(crate) const BLOCK: usize = 16;
+
+/// The domain of the layout's private ops (`ReorderInput`, `ReorderOutput`, `Conv`).
+pub(crate) const DOMAIN: &str = "vinort.nchwc";
+
+/// True when this CPU runs the NCHWc kernels (AVX-512F).
+pub(crate) fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Blocks holding `c` channels.
+pub(crate) fn blocks(c: usize) -> usize {
+    c.div_ceil(BLOCK)
+}
+
+/// Builds the kernel of one of the layout's ops.
+pub(crate) fn factory(info: &NodeInfo<'_>, epi: Epilogue) -> Result<Box<dyn Kernel>> {
+    if !available() {
+        return Err(Error::unsupported("NCHWc kernels need AVX-512F"));
+    }
+    let node = info.node;
+    match node.op_type.as_str() {
+        "ReorderInput" => Ok(Box::new(ReorderInput)),
+        "ReorderOutput" => {
+            let c = node.attr::<i64>("channels")?.and_then(|c| usize::try_from(c).ok());
+            let channels = c.ok_or_else(|| Error::invalid("ReorderOutput needs a channel count"))?;
+            Ok(Box::new(ReorderOutput { channels }))
+        }
+        "Conv" => Ok(Box::new(BlockedConv::new(info, epi)?)),
+        other => Err(Error::unsupported(format!("{DOMAIN}::{other}"))),
+    }
+}
+
+/// The f32 elements of input `i`, aligned.
+fn input_f32<'a>(inputs: &[Option<&'a Value>], i: usize) -> Result<(std::borrow::Cow<'a, Tensor>, Vec<usize>)> {
+    let t = tensor_in(inputs, i)?;
+    if t.dtype() != DType::F32 {
+        return Err(Error::invalid(format!("NCHWc kernels take f32, got {}", t.dtype())));
+    }
+    let shape = t.shape().to_vec();
+    let t = match t.as_slice::<f32>() {
+        Ok(_) => std::borrow::Cow::Borrowed(t),
+        Err(_) => std::borrow::Cow::Owned(t.to_aligned()),
+    };
+    Ok((t, shape))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reorders
+
+/// `[N, C, H, W]` → `[N, ⌈C/16⌉, H, W, 16]`, padding lanes zero.
+struct ReorderInput;
+
+impl Kernel for ReorderInput {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let (x, s) = input_f32(inputs, 0)?;
+        let &[n, c, h, w] = s.as_slice() else {
+            return Err(Error::invalid(format!("ReorderInput takes [N, C, H, W], got {s:?}")));
+        };
+        let x = x.as_slice::<f32>()?;
+        let (cb, plane) = (blocks(c), h * w);
+        let y = Tensor::try_build_full::<f32, Error>(&[n, cb, h, w, BLOCK], |y| {
+            for_each_plane(y, plane * BLOCK, |j, yb| {
+                let (img, b) = (j / cb, j % cb);
+                let lanes = (c - b * BLOCK).min(BLOCK);
+                let src = &x[(img * c + b * BLOCK) * plane..][..lanes * plane];
+                for (p, px) in yb.chunks_exact_mut(BLOCK).enumerate() {
+                    for (l, v) in px[..lanes].iter_mut().enumerate() {
+                        *v = src[l * plane + p];
+                    }
+                    px[lanes..].fill(0.0);
+                }
+            });
+            Ok(())
+        })?;
+        Ok(vec![y.into()])
+    }
+}
+
+/// `[N, ⌈C/16⌉, H, W, 16]` → `[N, C, H, W]`, dropping the padding lanes.
+struct ReorderOutput {
+    channels: usize,
+}
+
+impl Kernel for ReorderOutput {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let (x, s) = input_f32(inputs, 0)?;
+        let c = self.channels;
+        let &[n, cb, h, w, BLOCK] = s.as_slice() else {
+            return Err(Error::invalid(format!("ReorderOutput takes [N, Cb, H, W, {BLOCK}], got {s:?}")));
+        };
+        if cb != blocks(c) {
+            return Err(Error::invalid(format!("ReorderOutput of {c} channels got {cb} blocks")));
+        }
+        let x = x.as_slice::<f32>()?;
+        let plane = h * w;
+        let y = Tensor::try_build_full::<f32, Error>(&[n, c, h, w], |y| {
+            for_each_plane(y, plane, |j, yc| {
+                let (img, ch) = (j / c.max(1), j % c.max(1));
+                let src = &x[(img * cb + ch / BLOCK) * plane * BLOCK..][..plane * BLOCK];
+                for (v, px) in yc.iter_mut().zip(src.chunks_exact(BLOCK)) {
+                    *v = px[ch % BLOCK];
+                }
+            });
+            Ok(())
+        })?;
+        Ok(vec![y.into()])
+    }
+}
+
+/// Runs `f(index, chunk)` over `y` in chunks of `len`, on rayon when `y` is large.
+fn for_each_plane(y: &mut [f32], len: usize, f: impl Fn(usize, &mut [f32]) + Sync) {
+    use rayon::prelude::*;
+    if len == 0 {
+        return;
+    }
+    if y.len() >= crate::par::ELEMENTWISE {
+        y.par_chunks_mut(len).enumerate().for_each(|(j, c)| f(j, c));
+    } else {
+        y.chunks_mut(len).enumerate().for_each(|(j, c)| f(j, c));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conv
+
+/// A Conv with constant weights, regular (group 1) or depthwise (one channel per group), in
+/// NCHWc, with its fused tail.
+struct BlockedConv {
+    win: Window,
+    /// Input channels (equal to `cout` when depthwise).
+    cin: usize,
+    cout: usize,
+    depthwise: bool,
+    kernel: [usize; 2],
+    /// Regular: `[⌈M/16⌉][tap][C][16]`; depthwise: `[⌈C/16⌉][tap][16]`; output lanes past M
+    /// zero. A tensor for its 64-byte alignment.
+    w: Tensor,
+    /// `⌈M/16⌉ × 16` biases, zero past M.
+    bias: Tensor,
+    residual: Option<usize>,
+    act: Option<Act>,
+}
+
+impl BlockedConv {
+    fn new(info: &NodeInfo<'_>, epi: Epilogue) -> Result<BlockedConv> {
+        let node = info.node;
+        if epi.scale.is_some() || epi.bias.is_some() {
+            return Err(Error::invalid("an NCHWc Conv takes only a residual and an activation"));
+        }
+        let w = info.const_input(1).ok_or_else(|| Error::invalid("an NCHWc Conv needs constant weights"))?;
+        let w = w.to_aligned();
+        let (ws, wv) = (w.shape().to_vec(), w.as_slice::<f32>()?);
+        let &[m, cg, kh, kw] = ws.as_slice() else {
+            return Err(Error::invalid(format!("an NCHWc Conv needs 4-D weights, got {ws:?}")));
+        };
+        let group = usize::try_from(node.attr_or::<i64>("group", 1)?).unwrap_or(0);
+        let depthwise = group != 1;
+        if depthwise && (cg != 1 || group != m) {
+            return Err(Error::invalid(format!("group {group} with W {ws:?} is neither regular nor depthwise")));
+        }
+        let cin = if depthwise { m } else { cg };
+        if kh == 0 || kw == 0 {
+            return Err(Error::invalid(format!("an NCHWc Conv needs a non-empty kernel, got W {ws:?}")));
+        }
+        let win = WindowAttrs::parse(node)?.resolve(&[kh, kw])?;
+        let (taps, mb) = (kh * kw, blocks(m));
+        let packed = if depthwise {
+            Tensor::build::<f32>(&[mb * taps * BLOCK], |p| {
+                for (o, &v) in wv.iter().enumerate() {
+                    let (oc, t) = (o / taps, o % taps);
+                    p[((oc / BLOCK) * taps + t) * BLOCK + oc % BLOCK] = v;
+                }
+            })
+        } else {
+            Tensor::build::<f32>(&[mb * taps * cin * BLOCK], |p| {
+                for (o, &v) in wv.iter().enumerate() {
+                    let (oc, ic, t) = (o / (cin * taps), (o / taps) % cin, o % taps);
+                    p[(((oc / BLOCK) * taps + t) * cin + ic) * BLOCK + oc % BLOCK] = v;
+                }
+            })
+        };
+        let b = match info.const_input(2) {
+            Some(b) => Some(b.to_aligned()),
+            None if node.inputs.get(2).copied().flatten().is_some() => {
+                return Err(Error::invalid("an NCHWc Conv needs a constant bias"));
+            }
+            None => None,
+        };
+        let bv = b.as_ref().map(|b| b.as_slice::<f32>()).transpose()?;
+        if bv.is_some_and(|b| b.len() != m) {
+            return Err(Error::invalid(format!("B must have {m} elements")));
+        }
+        let bias = Tensor::build::<f32>(&[mb * BLOCK], |o| {
+            if let Some(b) = bv {
+                o[..m].copy_from_slice(b);
+            }
+        });
+        Ok(BlockedConv {
+            win,
+            cin,
+            cout: m,
+            depthwise,
+            kernel: [kh, kw],
+            w: packed,
+            bias,
+            residual: epi.residual,
+            act: epi.act,
+        })
+    }
+}
+
+impl Kernel for BlockedConv {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        let (x, s) = input_f32(inputs, 0)?;
+        let &[n, cb, h, w, BLOCK] = s.as_slice() else {
+            return Err(Error::invalid(format!("an NCHWc Conv takes [N, Cb, H, W, {BLOCK}], got {s:?}")));
+        };
+        if cb != blocks(self.cin) {
+            return Err(Error::invalid(format!("{cb} input blocks for {} channels", self.cin)));
+        }
+        let geo = self.win.geometry(&[h, w])?;
+        let (oh, ow) = (geo.out[0], geo.out[1]);
+        let mb = blocks(self.cout);
+        let out_shape = [n, mb, oh, ow, BLOCK];
+        let z = match self.residual {
+            Some(i) => {
+                let (z, zs) = input_f32(inputs, i)?;
+                if zs != out_shape {
+                    return Err(Error::invalid(format!("fused residual {zs:?} for an output {out_shape:?}")));
+                }
+                Some(z)
+            }
+            None => None,
+        };
+        let x = x.as_slice::<f32>()?;
+        let zs = z.as_ref().map(|z| z.as_slice::<f32>()).transpose()?;
+        let y = Tensor::try_build_full::<f32, Error>(&out_shape, |y| {
+            if y.is_empty() {
+                return Ok(());
+            }
+            let g = Geo {
+                n,
+                cb,
+                mb,
+                i: [h, w],
+                o: [oh, ow],
+                k: self.kernel,
+                s: [self.win.strides[0], self.win.strides[1]],
+                d: [self.win.dilations[0], self.win.dilations[1]],
+                p: [geo.pad_begin[0], geo.pad_begin[1]],
+            };
+            with_padded(&g, x, |xp, g| self.compute(g, xp, zs, y))
+        })?;
+        Ok(vec![y.into()])
+    }
+}
+
+/// The geometry of one run, after padding is resolved.
+#[derive(Clone, Copy)]
+struct Geo {
+    n: usize,
+    /// Input blocks.
+    cb: usize,
+    /// Output blocks.
+    mb: usize,
+    i: [usize; 2],
+    o: [usize; 2],
+    k: [usize; 2],
+    s: [usize; 2],
+    d: [usize; 2],
+    /// Begin pads; zero once the input is copied into its padded frame.
+    p: [usize; 2],
+}
+
+impl Geo {
+    /// Input rows and columns the windows reach.
+    fn reach(&self) -> [usize; 2] {
+        std::array::from_fn(|a| (self.o[a] - 1) * self.s[a] + (self.k[a] - 1) * self.d[a] + 1)
+    }
+}
+
+thread_local! {
+    /// The calling thread's padded-input frame, kept across runs.
+    static FRAME: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Calls `f` with an input every window lies inside: `x` itself when there is no padding and
+/// the windows stay in it, else a copy of `x` inside a zero border (the thread's kept frame).
+fn with_padded<R>(g: &Geo, x: &[f32], f: impl FnOnce(&[f32], &Geo) -> R) -> R {
+    let reach = g.reach();
+    if g.p == [0, 0] && reach[0] <= g.i[0] && reach[1] <= g.i[1] {
+        return f(x, g);
+    }
+    let [hp, wp] = reach;
+    let mut frame = FRAME.take();
+    // 64-byte aligned start, so every pixel's 16 lanes are one aligned line.
+    let len = g.n * g.cb * hp * wp * BLOCK;
+    frame.clear();
+    frame.resize(len + BLOCK, 0.0);
+    let start = frame.as_ptr().align_offset(64).min(BLOCK);
+    let fr = &mut frame[start..start + len];
+    let [h, w] = g.i;
+    let [pt, pl] = g.p;
+    for (j, dst) in fr.chunks_exact_mut(hp * wp * BLOCK).enumerate() {
+        let src = &x[j * h * w * BLOCK..][..h * w * BLOCK];
+        for (r, drow) in dst.chunks_exact_mut(wp * BLOCK).enumerate() {
+            // Zeros from the resize stay wherever no input lands.
+            let Some(ir) = r.checked_sub(pt).filter(|ir| *ir < h) else { continue };
+            let cols = w.min(wp.saturating_sub(pl));
+            drow[pl * BLOCK..(pl + cols) * BLOCK].copy_from_slice(&src[ir * w * BLOCK..][..cols * BLOCK]);
+        }
+    }
+    let padded = Geo { i: reach, p: [0, 0], ..*g };
+    let r = f(fr, &padded);
+    FRAME.set(frame);
+    r
+}
+
+/// The output, written by tasks at disjoint places.
+#[derive(Clone, Copy)]
+struct Out(*mut f32);
+// SAFETY: every task writes only its own rows (see `BlockedConv::compute`), so sharing the
+// pointer between rayon's threads never lets two of them touch one element.
+unsafe impl Send for Out {}
+// SAFETY: as above.
+unsafe impl Sync for Out {}
+
+/// Output pixels one task covers along a row: a multiple of the widest tile.
+const SPAN: usize = 8 * TILE;
+/// The widest tile, in pixels.
+const TILE: usize = 12;
+
+impl BlockedConv {
+    /// Fills `y` (`[N, Mb, OH, OW, 16]`) from the unpadded-frame input `x`.
+    fn compute(&self, g: &Geo, x: &[f32], z: Option<&[f32]>, y: &mut [f32]) -> Result<()> {
+        // A 1x1 stride-1 conv over the whole frame is one long row of pixels.
+        let pointwise = g.k == [1, 1] && g.s == [1, 1] && g.i == g.o;
+        let g = if pointwise { Geo { i: [1, g.i[0] * g.i[1]], o: [1, g.o[0] * g.o[1]], ..*g } } else { *g };
+        let [ih, iw] = g.i;
+        let [oh, ow] = g.o;
+        let reach = g.reach();
+        if x.len() != g.n * g.cb * ih * iw * BLOCK
+            || reach[0] > ih
+            || reach[1] > iw
+            || y.len() != g.n * g.mb * oh * ow * BLOCK
+        {
+            return Err(Error::invalid("NCHWc Conv buffers do not match their shapes"));
+        }
+        let row = iw * BLOCK;
+        let taps: Vec<usize> =
+            (0..g.k[0]).flat_map(|a| (0..g.k[1]).map(move |b| a * g.d[0] * row + b * g.d[1] * BLOCK)).collect();
+        let spans = ow.div_ceil(SPAN);
+        // Regular convs pair output blocks (two registers per pixel); depthwise ones do one.
+        let groups = if self.depthwise { g.mb } else { g.mb.div_ceil(2) };
+        let tasks = g.n * groups * oh * spans;
+        let macs = y.len() * taps.len() * if self.depthwise { 1 } else { self.cin };
+        let out = Out(y.as_mut_ptr());
+        let task = |t: usize| {
+            let (rest, sp) = (t / spans, t % spans);
+            let (rest, oy) = (rest / oh, rest % oh);
+            let (img, grp) = (rest / groups, rest % groups);
+            let (ox0, ox1) = (sp * SPAN, ((sp + 1) * SPAN).min(ow));
+            let job = Job { g: &g, x, z, taps: &taps, img, oy, ox0, ox1, out };
+            if self.depthwise { self.depthwise_span(&job, grp) } else { self.regular_span(&job, grp) }
+        };
+        if macs >= crate::par::MACS && tasks > 1 {
+            use rayon::prelude::*;
+            (0..tasks).into_par_iter().for_each(task);
+        } else {
+            (0..tasks).for_each(task);
+        }
+        Ok(())
+    }
+
+    /// Output blocks `2·grp` and `2·grp + 1` (when it exists) over one span of one row.
+    fn regular_span(&self, j: &Job<'_>, grp: usize) {
+        let g = j.g;
+        let ob = 2 * grp;
+        let nob = (g.mb - ob).min(2);
+        let (w, b) = (self.w.as_slice::<f32>().unwrap_or_default(), self.bias.as_slice::<f32>().unwrap_or_default());
+        let wob = j.taps.len() * self.cin * BLOCK;
+        let ctx = RegularTile { taps: j.taps, cin: self.cin, blk: g.i[0] * g.i[1] * BLOCK, px: g.s[1] * BLOCK, wob };
+        for o in 0..nob {
+            debug_assert!(w.len() >= (ob + o + 1) * wob && b.len() >= (ob + o + 1) * BLOCK);
+        }
+        let mut ox = j.ox0;
+        while ox < j.ox1 {
+            let r = (j.ox1 - ox).min(TILE);
+            let x0 = j.x_at(0, ox);
+            let ys: [usize; 2] = std::array::from_fn(|o| j.y_at(ob + o.min(nob - 1), ox));
+            // SAFETY: `compute` checked that the frame holds every window of the output (reach ≤
+            // frame), so x0 + tap + (r − 1)·px + channel stays inside `x`; the packed weights hold
+            // Mb blocks of `wob` (built so in `new`); ys are r pixels of this task's own rows of
+            // `y` (and of `z`, which has y's shape), written by no other task.
+            unsafe {
+                regular_tile_dispatch(
+                    &ctx,
+                    nob,
+                    r,
+                    j.x.as_ptr().add(x0),
+                    w.as_ptr().add(ob * wob),
+                    b.as_ptr().add(ob * BLOCK),
+                    ys.map(|i| j.out.0.add(i)),
+                    j.z.map(|z| ys.map(|i| z.as_ptr().add(i))),
+                );
+            }
+            ox += r;
+        }
+        if let Some(act) = self.act {
+            for o in 0..nob {
+                let i = j.y_at(ob + o, j.ox0);
+                // SAFETY: this task's span of its row of block ob + o, written above by it alone.
+                let s = unsafe { std::slice::from_raw_parts_mut(j.out.0.add(i), (j.ox1 - j.ox0) * BLOCK) };
+                act.apply(s);
+            }
+        }
+    }
+
+    /// Output (= input) block `cb` over one span of one row.
+    fn depthwise_span(&self, j: &Job<'_>, cb: usize) {
+        let g = j.g;
+        let taps = j.taps.len();
+        let (w, b) = (self.w.as_slice::<f32>().unwrap_or_default(), self.bias.as_slice::<f32>().unwrap_or_default());
+        debug_assert!(w.len() >= (cb + 1) * taps * BLOCK && b.len() >= (cb + 1) * BLOCK);
+        let mut ox = j.ox0;
+        while ox < j.ox1 {
+            let r = (j.ox1 - ox).min(TILE);
+            let x0 = j.x_at(cb, ox);
+            let y0 = j.y_at(cb, ox);
+            // SAFETY: as in `regular_span`: every window read lies inside the frame, the packed
+            // weights hold Mb blocks of `taps` lanes, and y0 (z alike) is this task's own span.
+            unsafe {
+                depthwise_tile_dispatch(
+                    j.taps,
+                    g.s[1] * BLOCK,
+                    r,
+                    j.x.as_ptr().add(x0),
+                    w.as_ptr().add(cb * taps * BLOCK),
+                    b.as_ptr().add(cb * BLOCK),
+                    j.out.0.add(y0),
+                    j.z.map(|z| z.as_ptr().add(y0)),
+                );
+            }
+            ox += r;
+        }
+        if let Some(act) = self.act {
+            let i = j.y_at(cb, j.ox0);
+            // SAFETY: this task's span of its row, written above by it alone.
+            let s = unsafe { std::slice::from_raw_parts_mut(j.out.0.add(i), (j.ox1 - j.ox0) * BLOCK) };
+            act.apply(s);
+        }
+    }
+}
+
+/// One task: a span of output pixels of one row of one image.
+struct Job<'a> {
+    g: &'a Geo,
+    x: &'a [f32],
+    z: Option<&'a [f32]>,
+    taps: &'a [usize],
+    img: usize,
+    oy: usize,
+    ox0: usize,
+    ox1: usize,
+    out: Out,
+}
+
+impl Job<'_> {
+    /// Index in the frame of input block `b`'s pixel under output `(oy, ox)`'s first tap.
+    fn x_at(&self, b: usize, ox: usize) -> usize {
+        let g = self.g;
+        (((self.img * g.cb + b) * g.i[0] + self.oy * g.s[0]) * g.i[1] + ox * g.s[1]) * BLOCK
+    }
+
+    /// Index in the output of block `b`'s pixel `(oy, ox)`.
+    fn y_at(&self, b: usize, ox: usize) -> usize {
+        let g = self.g;
+        (((self.img * g.mb + b) * g.o[0] + self.oy) * g.o[1] + ox) * BLOCK
+    }
+}
+
+/// What a regular tile needs besides its pointers.
+struct RegularTile<'a> {
+    /// Frame offsets of the taps from a pixel's first tap.
+    taps: &'a [usize],
+    cin: usize,
+    /// Frame elements per input block (plane × 16).
+    blk: usize,
+    /// Frame elements between neighbouring output pixels (stride × 16).
+    px: usize,
+    /// Packed weight elements per output block.
+    wob: usize,
+}
+
+/// Picks the tile of `nob` output blocks × `r` pixels.
+///
+/// # Safety
+///
+/// As [`regular_tile`], and the CPU has AVX-512F.
+#[allow(clippy::too_many_arguments)]
+unsafe fn regular_tile_dispatch(
+    c: &RegularTile<'_>,
+    nob: usize,
+    r: usize,
+    x: *const f32,
+    w: *const f32,
+    b: *const f32,
+    y: [*mut f32; 2],
+    z: Option<[*const f32; 2]>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        macro_rules! pick {
+            ($($r:literal)*) => {
+                match (nob, r) {
+                    // SAFETY: the caller's contract is the tile's.
+                    $((2, $r) => unsafe { x86::regular_tile::<2, $r>(c, x, w, b, y, z) },)*
+                    // SAFETY: as above.
+                    $((_, $r) => unsafe { x86::regular_tile::<1, $r>(c, x, w, b, y, z) },)*
+                    _ => {}
+                }
+            };
+        }
+        pick!(1 2 3 4 5 6 7 8 9 10 11 12);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (c, nob, r, x, w, b, y, z);
+        unreachable!("NCHWc kernels are built only where `available()`");
+    }
+}
+
+/// Picks the depthwise tile of `r` pixels.
+///
+/// # Safety
+///
+/// As [`x86::depthwise_tile`], and the CPU has AVX-512F.
+#[allow(clippy::too_many_arguments)]
+unsafe fn depthwise_tile_dispatch(
+    taps: &[usize],
+    px: usize,
+    r: usize,
+    x: *const f32,
+    w: *const f32,
+    b: *const f32,
+    y: *mut f32,
+    z: Option<*const f32>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        macro_rules! pick {
+            ($($r:literal)*) => {
+                match r {
+                    // SAFETY: the caller's contract is the tile's.
+                    $($r => unsafe { x86::depthwise_tile::<$r>(taps, px, x, w, b, y, z) },)*
+                    _ => {}
+                }
+            };
+        }
+        pick!(1 2 3 4 5 6 7 8 9 10 11 12);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (taps, px, r, x, w, b, y, z);
+        unreachable!("NCHWc kernels are built only where `available()`");
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    use super::{BLOCK, RegularTile};
+
+    /// `NOB` output blocks × `R` pixels of a regular conv: every tap, every input channel, one
+    /// broadcast input value times one weight vector per block into `NOB·R` registers; then
+    /// `+ bias (+ z)` and the stores.
+    ///
+    /// # Safety
+    ///
+    /// The CPU has AVX-512F. For every tap offset `t`, input channel `ic` and pixel `r < R`,
+    /// `x + t + (ic / 16)·blk + ic % 16 + r·px` is readable; `w` holds `NOB` blocks of `wob`
+    /// elements (`[tap][cin][16]` each); `b` holds `16·NOB` biases; `y[o]`
+    /// (and `z[o]`) hold `16·R` elements, `y[o]` written by no one else meanwhile.
+    // Indexing `acc[o][r]` by both loop counters keeps the fully unrolled nest plain.
+    #[allow(clippy::needless_range_loop)]
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn regular_tile<const NOB: usize, const R: usize>(
+        c: &RegularTile<'_>,
+        x: *const f32,
+        w: *const f32,
+        b: *const f32,
+        y: [*mut f32; 2],
+        z: Option<[*const f32; 2]>,
+    ) {
+        // SAFETY: every pointer formed and read below stays within the bounds of the
+        // contract, and the CPU has AVX-512F.
+        unsafe {
+            let mut acc = [[_mm512_setzero_ps(); R]; NOB];
+            let full = c.cin / BLOCK;
+            let rest = c.cin % BLOCK;
+            for (t, &toff) in c.taps.iter().enumerate() {
+                let wt = w.add(t * c.cin * BLOCK);
+                let xt = x.add(toff);
+                for blk in 0..=full {
+                    let lanes = if blk < full { BLOCK } else { rest };
+                    let xb = xt.add(blk * c.blk);
+                    let wb = wt.add(blk * BLOCK * BLOCK);
+                    for l in 0..lanes {
+                        let mut wv = [_mm512_setzero_ps(); NOB];
+                        for (o, v) in wv.iter_mut().enumerate() {
+                            *v = _mm512_loadu_ps(wb.add(o * c.wob + l * BLOCK));
+                        }
+                        for r in 0..R {
+                            let xv = _mm512_set1_ps(*xb.add(r * c.px + l));
+                            for o in 0..NOB {
+                                acc[o][r] = _mm512_fmadd_ps(xv, wv[o], acc[o][r]);
+                            }
+                        }
+                    }
+                }
+            }
+            for o in 0..NOB {
+                let bv = _mm512_loadu_ps(b.add(o * BLOCK));
+                for (r, a) in acc[o].iter().enumerate() {
+                    let mut v = _mm512_add_ps(*a, bv);
+                    if let Some(z) = z {
+                        v = _mm512_add_ps(v, _mm512_loadu_ps(z[o].add(r * BLOCK)));
+                    }
+                    _mm512_storeu_ps(y[o].add(r * BLOCK), v);
+                }
+            }
+        }
+    }
+
+    /// `R` pixels of one block of a depthwise conv: per tap, the 16 channels of each pixel times
+    /// their 16 weights; then `+ bias (+ z)` and the stores.
+    ///
+    /// # Safety
+    ///
+    /// The CPU has AVX-512F. For every tap offset `t` and pixel `r < R`, the 16 elements at
+    /// `x + t + r·px` are readable; `w` holds `taps × 16` weights; `b` 16 biases; `y` (and `z`)
+    /// `16·R` elements, `y` written by no one else meanwhile.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn depthwise_tile<const R: usize>(
+        taps: &[usize],
+        px: usize,
+        x: *const f32,
+        w: *const f32,
+        b: *const f32,
+        y: *mut f32,
+        z: Option<*const f32>,
+    ) {
+        // SAFETY: every pointer formed and read below stays within the bounds of the
+        // contract, and the CPU has AVX-512F.
+        unsafe {
+            let mut acc = [_mm512_setzero_ps(); R];
+            for (t, &toff) in taps.iter().enumerate() {
+                let wv = _mm512_loadu_ps(w.add(t * BLOCK));
+                let xt = x.add(toff);
+                for (r, a) in acc.iter_mut().enumerate() {
+                    *a = _mm512_fmadd_ps(_mm512_loadu_ps(xt.add(r * px)), wv, *a);
+                }
+            }
+            let bv = _mm512_loadu_ps(b);
+            for (r, a) in acc.iter().enumerate() {
+                let mut v = _mm512_add_ps(*a, bv);
+                if let Some(z) = z {
+                    v = _mm512_add_ps(v, _mm512_loadu_ps(z.add(r * BLOCK)));
+                }
+                _mm512_storeu_ps(y.add(r * BLOCK), v);
+            }
+        }
+    }
+}
