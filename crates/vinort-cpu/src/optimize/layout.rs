@@ -8,7 +8,9 @@
 //! blocked: alone it does nine multiply-adds per element, about what two reorders cost.
 //!
 //! Values cross the boundary through reorders: a `ReorderInput` where an NCHW value is first
-//! read by a blocked Conv (as its input or its residual), one per value however many read it;
+//! read by a blocked Conv (as its input or its residual), one per value however many read it
+//! (except the input of a regular Conv of under 16 channels, such as a network's first, which
+//! reads its NCHW planes in place);
 //! a `ReorderOutput` right after a blocked Conv whose output is read by anything that stays in
 //! NCHW, or is a partition output. A chain of Convs (and the residual Adds fused into them)
 //! thus runs blocked from end to end.
@@ -62,7 +64,14 @@ pub(crate) fn nchwc(w: &mut Work<'_>) {
             }
         };
         let x = node.inputs[0].unwrap_or(ValueId(u32::MAX));
-        node.inputs[0] = Some(blocked_input(w, &mut twin, &mut items, &node.name, x));
+        let cin = node.inputs[1].and_then(|v| w.constant(v)).map_or(0, |t| t.shape()[1]);
+        let depthwise = node.attr_or::<i64>("group", 1).unwrap_or(1) != 1;
+        if !twin.contains_key(&x) && !depthwise && cin < nchwc::BLOCK {
+            // A few channels (an image's three) are read in place from their planes.
+            node.attrs.push(("nchw_input".into(), Attr::Int(1)));
+        } else {
+            node.inputs[0] = Some(blocked_input(w, &mut twin, &mut items, &node.name, x));
+        }
         if let Some(r) = epi.residual
             && let Some(z) = extra.get_mut(r.wrapping_sub(node.inputs.len()))
         {

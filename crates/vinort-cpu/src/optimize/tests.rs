@@ -391,14 +391,21 @@ proptest! {
         }
     }
 
+}
+
+proptest! {
+    #![proptest_config(ts::config(64))]
+
     /// A chain of Convs moved to NCHWc (regular with any kernel, stride, padding and dilation,
-    /// then depthwise, then 1x1 with the first's output as residual) equals the NCHW graph
+    /// then depthwise, then 1x1 with the first's output as residual, and a second depthwise of
+    /// any window beside them) equals the NCHW graph
     /// within f32 rounding of its sums, for channel counts below, at and past one block, with
     /// the first output also read by the graph (so it is reordered back as well).
     #[test]
     fn nchwc_conv_chains_match_nchw(seed in any::<u64>(), act in 0usize..8, n in 1usize..3, c in 1usize..20,
                                     m in 1usize..36, k in 1usize..4, s in 1usize..3, d in 1usize..3,
-                                    pads in proptest::array::uniform4(0usize..3), h in 0usize..9, wd in 0usize..9) {
+                                    pads in proptest::array::uniform4(0usize..3), h in 0usize..9, wd in 0usize..9,
+                                    dk in 1usize..5, ds in 1usize..3, dd in 1usize..3, dpads in proptest::array::uniform4(0usize..4)) {
         prop_assume!(crate::kernels::conv::nchwc::available());
         let mut rng = StdRng::seed_from_u64(seed);
         let reach = d * (k - 1) + 1;
@@ -423,12 +430,27 @@ proptest! {
             attribute: vec![attr::ints("pads", &[1, 1, 1, 1]), attr::int("group", m as i64)],
             ..node("Conv", "c2", &["a", "w2"], &["q"])
         };
+        // A second depthwise conv of `a` with its own window, whose edges are clipped.
+        let dreach = dd * (dk - 1) + 1;
+        prop_assume!(oh + dpads[0] + dpads[2] >= dreach && ow + dpads[1] + dpads[3] >= dreach);
+        let dshape = [n, m, (oh + dpads[0] + dpads[2] - dreach) / ds + 1, (ow + dpads[1] + dpads[3] - dreach) / ds + 1];
+        let conv4 = onnx::NodeProto {
+            attribute: vec![
+                attr::ints("kernel_shape", &[dk as i64, dk as i64]),
+                attr::ints("strides", &[ds as i64, ds as i64]),
+                attr::ints("dilations", &[dd as i64, dd as i64]),
+                attr::ints("pads", &i64s(&dpads)),
+                attr::int("group", m as i64),
+            ],
+            ..node("Conv", "c4", &["a", "w4", "b4"], &["v"])
+        };
         let nodes = vec![
             conv1,
             a1,
             conv2,
             node("Conv", "c3", &["q", "w3", "b3"], &["r"]),
             node("Add", "res", &["r", "a"], &["y"]),
+            conv4,
         ];
         let mut inits = vec![
             ("w1", random(&mut rng, &[m, c, k, k], 1.0)),
@@ -436,9 +458,11 @@ proptest! {
             ("w2", random(&mut rng, &[m, 1, 3, 3], 1.0)),
             ("w3", random(&mut rng, &[m, m, 1, 1], 1.0)),
             ("b3", random(&mut rng, &[m], 0.5)),
+            ("w4", random(&mut rng, &[m, 1, dk, dk], 1.0)),
+            ("b4", random(&mut rng, &[m], 0.5)),
         ];
         inits.extend(extra);
-        let md = model(nodes, &[("x", &xs)], &[("y", &ys), ("a", &ys)], &inits);
+        let md = model(nodes, &[("x", &xs)], &[("y", &ys), ("a", &ys), ("v", &dshape)], &inits);
         let x = random(&mut rng, &xs, 2.0);
         let (off, on, _, _) = both_at(&md, std::slice::from_ref(&x), OptLevel::All);
         for (o, f) in on.iter().zip(&off) {
@@ -449,9 +473,11 @@ proptest! {
         let g = &md.graph;
         let plan = compile_nodes(g, g.topo_order(), g.inputs(), g.outputs(), OptLevel::All).unwrap_or_else(|e| panic!("{e}"));
         let ops: Vec<&str> = plan.steps().map(|s| s.op()).collect();
-        prop_assert_eq!(ops.iter().filter(|o| **o == "vinort.nchwc::Conv").count(), 3, "{:?}", ops);
-        // One reorder in (x), one out per output read outside (a, y).
-        prop_assert_eq!(ops.iter().filter(|o| **o == "vinort.nchwc::ReorderInput").count(), 1, "{:?}", ops);
-        prop_assert_eq!(ops.iter().filter(|o| **o == "vinort.nchwc::ReorderOutput").count(), 2, "{:?}", ops);
+        prop_assert_eq!(ops.iter().filter(|o| **o == "vinort.nchwc::Conv").count(), 4, "{:?}", ops);
+        // One reorder in (x, unless under 16 channels are read in place), one out per output
+        // read outside (a, y, v).
+        let reorders_in = usize::from(c >= 16);
+        prop_assert_eq!(ops.iter().filter(|o| **o == "vinort.nchwc::ReorderInput").count(), reorders_in, "{:?}", ops);
+        prop_assert_eq!(ops.iter().filter(|o| **o == "vinort.nchwc::ReorderOutput").count(), 3, "{:?}", ops);
     }
 }

@@ -13,8 +13,11 @@
 //! - a depthwise conv multiplies 16 channels of one pixel by their 16 weights per tap.
 //!
 //! The bias, a residual and the activation are applied to each tile before it leaves the
-//! registers or the cache. Padding is a zero border copied around the input once per run, so
-//! no tap is ever bounds-checked in the inner loops.
+//! registers or the cache. No tap is bounds-checked in the inner loops: a regular conv reads a
+//! copy of its input inside a zero border (its work per input element is large), a depthwise
+//! conv drops kernel rows outside the input per output row and gives the few pixels at the
+//! left and right edges their own list of taps. A regular conv of fewer than 16 input channels
+//! (a network's first, on an image) reads NCHW planes in place instead of a blocked copy.
 //!
 //! Hand-written: no crate offers convolutions in a blocked layout, and the GEMM crate cannot
 //! keep packed weights across calls or apply a tail inside its tiles.
@@ -30,7 +33,8 @@ use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use crate::kernel::{Kernel, NodeInfo, tensor_in};
 use crate::kernels::epilogue::{Act, Epilogue};
-use crate::kernels::window::{Window, WindowAttrs};
+use crate::kernels::window::{Window, WindowAttrs, valid_range};
+use smallvec::SmallVec;
 
 /// Channels per block: one AVX-512 register of f32.
 pub(crate) const BLOCK: usize = 16;
@@ -174,6 +178,9 @@ struct BlockedConv {
     cin: usize,
     cout: usize,
     depthwise: bool,
+    /// The input is plain NCHW (a regular conv of fewer than 16 input channels whose input
+    /// is not blocked: each channel is read from its own plane, no reorder).
+    nchw_input: bool,
     kernel: [usize; 2],
     /// Regular: `[⌈M/16⌉][tap][C][16]`; depthwise: `[⌈C/16⌉][tap][16]`; output lanes past M
     /// zero. A tensor for its 64-byte alignment.
@@ -202,6 +209,10 @@ impl BlockedConv {
             return Err(Error::invalid(format!("group {group} with W {ws:?} is neither regular nor depthwise")));
         }
         let cin = if depthwise { m } else { cg };
+        let nchw_input = node.attr_or::<i64>("nchw_input", 0)? != 0;
+        if nchw_input && (depthwise || cin >= BLOCK) {
+            return Err(Error::invalid("an NCHWc Conv reads NCHW only for a regular conv of under 16 channels"));
+        }
         if kh == 0 || kw == 0 {
             return Err(Error::invalid(format!("an NCHWc Conv needs a non-empty kernel, got W {ws:?}")));
         }
@@ -243,6 +254,7 @@ impl BlockedConv {
             cin,
             cout: m,
             depthwise,
+            nchw_input,
             kernel: [kh, kw],
             w: packed,
             bias,
@@ -255,12 +267,15 @@ impl BlockedConv {
 impl Kernel for BlockedConv {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
         let (x, s) = input_f32(inputs, 0)?;
-        let &[n, cb, h, w, BLOCK] = s.as_slice() else {
-            return Err(Error::invalid(format!("an NCHWc Conv takes [N, Cb, H, W, {BLOCK}], got {s:?}")));
+        // Planes of the input and elements per pixel in each.
+        let (n, cb, h, w, e) = match *s.as_slice() {
+            [n, c, h, w] if self.nchw_input && c == self.cin => (n, c, h, w, 1),
+            [n, cb, h, w, BLOCK] if !self.nchw_input && cb == blocks(self.cin) => (n, cb, h, w, BLOCK),
+            _ => {
+                let want = if self.nchw_input { "[N, C, H, W]" } else { "[N, C/16, H, W, 16]" };
+                return Err(Error::invalid(format!("an NCHWc Conv of {} channels takes {want}, got {s:?}", self.cin)));
+            }
         };
-        if cb != blocks(self.cin) {
-            return Err(Error::invalid(format!("{cb} input blocks for {} channels", self.cin)));
-        }
         let geo = self.win.geometry(&[h, w])?;
         let (oh, ow) = (geo.out[0], geo.out[1]);
         let mb = blocks(self.cout);
@@ -284,6 +299,7 @@ impl Kernel for BlockedConv {
             let g = Geo {
                 n,
                 cb,
+                e,
                 mb,
                 i: [h, w],
                 o: [oh, ow],
@@ -292,7 +308,13 @@ impl Kernel for BlockedConv {
                 d: [self.win.dilations[0], self.win.dilations[1]],
                 p: [geo.pad_begin[0], geo.pad_begin[1]],
             };
-            with_padded(&g, x, |xp, g| self.compute(g, xp, zs, y))
+            // Depthwise windows are clipped to the input instead: a frame would copy the whole
+            // input for nine multiply-adds per element.
+            if self.depthwise {
+                self.compute(&g, x, zs, y)
+            } else {
+                with_padded(&g, x, |xp, g| self.compute(g, xp, zs, y))
+            }
         })?;
         Ok(vec![y.into()])
     }
@@ -302,8 +324,10 @@ impl Kernel for BlockedConv {
 #[derive(Clone, Copy)]
 struct Geo {
     n: usize,
-    /// Input blocks.
+    /// Input planes: blocks of 16 channels, or channels when the input is NCHW.
     cb: usize,
+    /// Elements per input pixel in a plane: 16, or 1 when the input is NCHW.
+    e: usize,
     /// Output blocks.
     mb: usize,
     i: [usize; 2],
@@ -335,22 +359,31 @@ fn with_padded<R>(g: &Geo, x: &[f32], f: impl FnOnce(&[f32], &Geo) -> R) -> R {
         return f(x, g);
     }
     let [hp, wp] = reach;
+    let e = g.e;
     let mut frame = FRAME.take();
     // 64-byte aligned start, so every pixel's 16 lanes are one aligned line.
-    let len = g.n * g.cb * hp * wp * BLOCK;
-    frame.clear();
-    frame.resize(len + BLOCK, 0.0);
+    let len = g.n * g.cb * hp * wp * e;
+    if frame.len() < len + BLOCK {
+        frame.resize(len + BLOCK, 0.0);
+    }
     let start = frame.as_ptr().align_offset(64).min(BLOCK);
     let fr = &mut frame[start..start + len];
     let [h, w] = g.i;
     let [pt, pl] = g.p;
-    for (j, dst) in fr.chunks_exact_mut(hp * wp * BLOCK).enumerate() {
-        let src = &x[j * h * w * BLOCK..][..h * w * BLOCK];
-        for (r, drow) in dst.chunks_exact_mut(wp * BLOCK).enumerate() {
-            // Zeros from the resize stay wherever no input lands.
-            let Some(ir) = r.checked_sub(pt).filter(|ir| *ir < h) else { continue };
-            let cols = w.min(wp.saturating_sub(pl));
-            drow[pl * BLOCK..(pl + cols) * BLOCK].copy_from_slice(&src[ir * w * BLOCK..][..cols * BLOCK]);
+    let cols = w.min(wp.saturating_sub(pl));
+    // Each row is copied in, and only what no input lands on is zeroed (the frame keeps
+    // whatever an earlier run left elsewhere).
+    for (j, dst) in fr.chunks_exact_mut(hp * wp * e).enumerate() {
+        let src = &x[j * h * w * e..][..h * w * e];
+        for (r, drow) in dst.chunks_exact_mut(wp * e).enumerate() {
+            match r.checked_sub(pt).filter(|ir| *ir < h) {
+                Some(ir) => {
+                    drow[..pl * e].fill(0.0);
+                    drow[pl * e..(pl + cols) * e].copy_from_slice(&src[ir * w * e..][..cols * e]);
+                    drow[(pl + cols) * e..].fill(0.0);
+                }
+                None => drow.fill(0.0),
+            }
         }
     }
     let padded = Geo { i: reach, p: [0, 0], ..*g };
@@ -377,21 +410,20 @@ impl BlockedConv {
     /// Fills `y` (`[N, Mb, OH, OW, 16]`) from the unpadded-frame input `x`.
     fn compute(&self, g: &Geo, x: &[f32], z: Option<&[f32]>, y: &mut [f32]) -> Result<()> {
         // A 1x1 stride-1 conv over the whole frame is one long row of pixels.
-        let pointwise = g.k == [1, 1] && g.s == [1, 1] && g.i == g.o;
+        let pointwise = g.k == [1, 1] && g.s == [1, 1] && g.p == [0, 0] && g.i == g.o;
         let g = if pointwise { Geo { i: [1, g.i[0] * g.i[1]], o: [1, g.o[0] * g.o[1]], ..*g } } else { *g };
         let [ih, iw] = g.i;
         let [oh, ow] = g.o;
         let reach = g.reach();
-        if x.len() != g.n * g.cb * ih * iw * BLOCK
-            || reach[0] > ih
-            || reach[1] > iw
+        if x.len() != g.n * g.cb * ih * iw * g.e
+            || (!self.depthwise && (g.p != [0, 0] || reach[0] > ih || reach[1] > iw))
             || y.len() != g.n * g.mb * oh * ow * BLOCK
         {
             return Err(Error::invalid("NCHWc Conv buffers do not match their shapes"));
         }
-        let row = iw * BLOCK;
+        let (e, row) = (g.e, iw * g.e);
         let taps: Vec<usize> =
-            (0..g.k[0]).flat_map(|a| (0..g.k[1]).map(move |b| a * g.d[0] * row + b * g.d[1] * BLOCK)).collect();
+            (0..g.k[0]).flat_map(|a| (0..g.k[1]).map(move |b| a * g.d[0] * row + b * g.d[1] * e)).collect();
         let spans = ow.div_ceil(SPAN);
         // Regular convs pair output blocks (two registers per pixel); depthwise ones do one.
         let groups = if self.depthwise { g.mb } else { g.mb.div_ceil(2) };
@@ -422,7 +454,10 @@ impl BlockedConv {
         let nob = (g.mb - ob).min(2);
         let (w, b) = (self.w.as_slice::<f32>().unwrap_or_default(), self.bias.as_slice::<f32>().unwrap_or_default());
         let wob = j.taps.len() * self.cin * BLOCK;
-        let ctx = RegularTile { taps: j.taps, cin: self.cin, blk: g.i[0] * g.i[1] * BLOCK, px: g.s[1] * BLOCK, wob };
+        let plane = g.i[0] * g.i[1];
+        // Blocked: 16 adjacent lanes per plane; NCHW: all channels in one "block", a plane apart.
+        let (lpb, lane) = if g.e == 1 { (self.cin, plane) } else { (BLOCK, 1) };
+        let ctx = RegularTile { taps: j.taps, cin: self.cin, lpb, lane, blk: plane * g.e, px: g.s[1] * g.e, wob };
         for o in 0..nob {
             debug_assert!(w.len() >= (ob + o + 1) * wob && b.len() >= (ob + o + 1) * BLOCK);
         }
@@ -459,26 +494,59 @@ impl BlockedConv {
         }
     }
 
-    /// Output (= input) block `cb` over one span of one row.
+    /// Output (= input) block `cb` over one span of one row. Windows are clipped to the input:
+    /// kernel rows outside it are dropped for the whole row, and pixels whose window crosses
+    /// the left or right edge get the taps inside, one pixel at a time.
     fn depthwise_span(&self, j: &Job<'_>, cb: usize) {
         let g = j.g;
-        let taps = j.taps.len();
+        let ([ih, iw], [kh, kw], [sh, sw], [dh, dw], [pt, pl]) = (g.i, g.k, g.s, g.d, g.p);
         let (w, b) = (self.w.as_slice::<f32>().unwrap_or_default(), self.bias.as_slice::<f32>().unwrap_or_default());
-        debug_assert!(w.len() >= (cb + 1) * taps * BLOCK && b.len() >= (cb + 1) * BLOCK);
+        debug_assert!(w.len() >= (cb + 1) * kh * kw * BLOCK && b.len() >= (cb + 1) * BLOCK);
+        let plane = (j.img * g.cb + cb) * ih * iw * BLOCK;
+        // Kernel rows inside the input: (kernel row, offset of its input row in the plane).
+        let rows: SmallVec<[(usize, usize); 8]> = (0..kh)
+            .filter_map(|a| {
+                let iy = (j.oy * sh + a * dh).checked_sub(pt).filter(|iy| *iy < ih)?;
+                Some((a, iy * iw * BLOCK))
+            })
+            .collect();
+        // Interior taps, from a pixel's leftmost input column: (input offset, weight offset).
+        let inner: SmallVec<[(usize, usize); 64]> = rows
+            .iter()
+            .flat_map(|&(a, ro)| (0..kw).map(move |c| (ro + c * dw * BLOCK, (a * kw + c) * BLOCK)))
+            .collect();
+        let (lo1, hi1) = valid_range(g.o[1], iw, sw, -(pl as isize));
+        let (lo2, hi2) = valid_range(g.o[1], iw, sw, ((kw - 1) * dw) as isize - pl as isize);
+        let (lo, hi) = (lo1.max(lo2), hi1.min(hi2));
+        let wb = cb * kh * kw * BLOCK;
+        let mut edge: SmallVec<[(usize, usize); 64]> = SmallVec::new();
         let mut ox = j.ox0;
         while ox < j.ox1 {
-            let r = (j.ox1 - ox).min(TILE);
-            let x0 = j.x_at(cb, ox);
             let y0 = j.y_at(cb, ox);
-            // SAFETY: as in `regular_span`: every window read lies inside the frame, the packed
-            // weights hold Mb blocks of `taps` lanes, and y0 (z alike) is this task's own span.
+            let (taps, x0, r) = if ox >= lo && ox < hi {
+                (&inner[..], plane + (ox * sw - pl) * BLOCK, (j.ox1.min(hi) - ox).min(TILE))
+            } else {
+                edge.clear();
+                for &(a, ro) in &rows {
+                    for c in 0..kw {
+                        if let Some(ix) = (ox * sw + c * dw).checked_sub(pl).filter(|ix| *ix < iw) {
+                            edge.push((ro + ix * BLOCK, (a * kw + c) * BLOCK));
+                        }
+                    }
+                }
+                (&edge[..], plane, 1)
+            };
+            // SAFETY: every tap reads 16 lanes of an input row and column inside the plane of
+            // block cb (rows and columns were checked against the input just above, and for
+            // interior pixels by `valid_range`), r pixels at stride sw·16 stay interior; the
+            // weights hold Mb blocks of kh·kw·16; y0 (z alike) is this task's own span.
             unsafe {
                 depthwise_tile_dispatch(
-                    j.taps,
-                    g.s[1] * BLOCK,
+                    taps,
+                    sw * BLOCK,
                     r,
                     j.x.as_ptr().add(x0),
-                    w.as_ptr().add(cb * taps * BLOCK),
+                    w.as_ptr().add(wb),
                     b.as_ptr().add(cb * BLOCK),
                     j.out.0.add(y0),
                     j.z.map(|z| z.as_ptr().add(y0)),
@@ -512,7 +580,7 @@ impl Job<'_> {
     /// Index in the frame of input block `b`'s pixel under output `(oy, ox)`'s first tap.
     fn x_at(&self, b: usize, ox: usize) -> usize {
         let g = self.g;
-        (((self.img * g.cb + b) * g.i[0] + self.oy * g.s[0]) * g.i[1] + ox * g.s[1]) * BLOCK
+        (((self.img * g.cb + b) * g.i[0] + self.oy * g.s[0]) * g.i[1] + ox * g.s[1]) * g.e
     }
 
     /// Index in the output of block `b`'s pixel `(oy, ox)`.
@@ -527,6 +595,10 @@ struct RegularTile<'a> {
     /// Frame offsets of the taps from a pixel's first tap.
     taps: &'a [usize],
     cin: usize,
+    /// Input channels per block: 16, or all of them when the input is NCHW.
+    lpb: usize,
+    /// Frame elements between neighbouring channels of a block: 1, or a plane when NCHW.
+    lane: usize,
     /// Frame elements per input block (plane × 16).
     blk: usize,
     /// Frame elements between neighbouring output pixels (stride × 16).
@@ -580,7 +652,7 @@ unsafe fn regular_tile_dispatch(
 /// As [`x86::depthwise_tile`], and the CPU has AVX-512F.
 #[allow(clippy::too_many_arguments)]
 unsafe fn depthwise_tile_dispatch(
-    taps: &[usize],
+    taps: &[(usize, usize)],
     px: usize,
     r: usize,
     x: *const f32,
@@ -622,7 +694,7 @@ mod x86 {
     /// # Safety
     ///
     /// The CPU has AVX-512F. For every tap offset `t`, input channel `ic` and pixel `r < R`,
-    /// `x + t + (ic / 16)·blk + ic % 16 + r·px` is readable; `w` holds `NOB` blocks of `wob`
+    /// `x + t + (ic / lpb)·blk + (ic % lpb)·lane + r·px` is readable; `w` holds `NOB` blocks of `wob`
     /// elements (`[tap][cin][16]` each); `b` holds `16·NOB` biases; `y[o]`
     /// (and `z[o]`) hold `16·R` elements, `y[o]` written by no one else meanwhile.
     // Indexing `acc[o][r]` by both loop counters keeps the fully unrolled nest plain.
@@ -640,22 +712,22 @@ mod x86 {
         // contract, and the CPU has AVX-512F.
         unsafe {
             let mut acc = [[_mm512_setzero_ps(); R]; NOB];
-            let full = c.cin / BLOCK;
-            let rest = c.cin % BLOCK;
+            let full = c.cin / c.lpb;
+            let rest = c.cin % c.lpb;
             for (t, &toff) in c.taps.iter().enumerate() {
                 let wt = w.add(t * c.cin * BLOCK);
                 let xt = x.add(toff);
                 for blk in 0..=full {
-                    let lanes = if blk < full { BLOCK } else { rest };
+                    let lanes = if blk < full { c.lpb } else { rest };
                     let xb = xt.add(blk * c.blk);
-                    let wb = wt.add(blk * BLOCK * BLOCK);
+                    let wb = wt.add(blk * c.lpb * BLOCK);
                     for l in 0..lanes {
                         let mut wv = [_mm512_setzero_ps(); NOB];
                         for (o, v) in wv.iter_mut().enumerate() {
                             *v = _mm512_loadu_ps(wb.add(o * c.wob + l * BLOCK));
                         }
                         for r in 0..R {
-                            let xv = _mm512_set1_ps(*xb.add(r * c.px + l));
+                            let xv = _mm512_set1_ps(*xb.add(r * c.px + l * c.lane));
                             for o in 0..NOB {
                                 acc[o][r] = _mm512_fmadd_ps(xv, wv[o], acc[o][r]);
                             }
@@ -681,12 +753,12 @@ mod x86 {
     ///
     /// # Safety
     ///
-    /// The CPU has AVX-512F. For every tap offset `t` and pixel `r < R`, the 16 elements at
-    /// `x + t + r·px` are readable; `w` holds `taps × 16` weights; `b` 16 biases; `y` (and `z`)
+    /// The CPU has AVX-512F. For every tap `(t, v)` and pixel `r < R`, the 16 elements at
+    /// `x + t + r·px` are readable, and the 16 weights at `w + v`; `b` 16 biases; `y` (and `z`)
     /// `16·R` elements, `y` written by no one else meanwhile.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn depthwise_tile<const R: usize>(
-        taps: &[usize],
+        taps: &[(usize, usize)],
         px: usize,
         x: *const f32,
         w: *const f32,
@@ -698,8 +770,8 @@ mod x86 {
         // contract, and the CPU has AVX-512F.
         unsafe {
             let mut acc = [_mm512_setzero_ps(); R];
-            for (t, &toff) in taps.iter().enumerate() {
-                let wv = _mm512_loadu_ps(w.add(t * BLOCK));
+            for &(toff, woff) in taps {
+                let wv = _mm512_loadu_ps(w.add(woff));
                 let xt = x.add(toff);
                 for (r, a) in acc.iter_mut().enumerate() {
                     *a = _mm512_fmadd_ps(_mm512_loadu_ps(xt.add(r * px)), wv, *a);
