@@ -175,7 +175,7 @@ fn for_each_plane(y: &mut [f32], len: usize, f: impl Fn(usize, &mut [f32]) + Syn
 struct BlockedConv {
     win: Window,
     /// Input channels (equal to `cout` when depthwise).
-    cin: usize,
+    pub cin: usize,
     cout: usize,
     depthwise: bool,
     /// The input is plain NCHW (a regular conv of fewer than 16 input channels whose input
@@ -457,7 +457,8 @@ impl BlockedConv {
         let plane = g.i[0] * g.i[1];
         // Blocked: 16 adjacent lanes per plane; NCHW: all channels in one "block", a plane apart.
         let (lpb, lane) = if g.e == 1 { (self.cin, plane) } else { (BLOCK, 1) };
-        let ctx = RegularTile { taps: j.taps, cin: self.cin, lpb, lane, blk: plane * g.e, px: g.s[1] * g.e, wob };
+        let ctx =
+            RegularTile { taps: j.taps, cin: self.cin, lpb, lane, blk: plane * g.e, px: g.s[1] * g.e, wob, ys: BLOCK };
         for o in 0..nob {
             debug_assert!(w.len() >= (ob + o + 1) * wob && b.len() >= (ob + o + 1) * BLOCK);
         }
@@ -480,6 +481,7 @@ impl BlockedConv {
                     b.as_ptr().add(ob * BLOCK),
                     ys.map(|i| j.out.0.add(i)),
                     j.z.map(|z| ys.map(|i| z.as_ptr().add(i))),
+                    [u16::MAX; 2],
                 );
             }
             ox += r;
@@ -568,7 +570,7 @@ struct Job<'a> {
     g: &'a Geo,
     x: &'a [f32],
     z: Option<&'a [f32]>,
-    taps: &'a [usize],
+    pub taps: &'a [usize],
     img: usize,
     oy: usize,
     ox0: usize,
@@ -590,30 +592,36 @@ impl Job<'_> {
     }
 }
 
-/// What a regular tile needs besides its pointers.
-struct RegularTile<'a> {
+/// What a regular tile needs besides its pointers. Also the micro-kernel of a MatMul by
+/// packed constant weights ([`crate::kernels::linalg::packed`]): rows of A are its pixels, K
+/// its channels.
+pub(crate) struct RegularTile<'a> {
     /// Frame offsets of the taps from a pixel's first tap.
-    taps: &'a [usize],
-    cin: usize,
+    pub taps: &'a [usize],
+    /// Input channels.
+    pub cin: usize,
     /// Input channels per block: 16, or all of them when the input is NCHW.
-    lpb: usize,
+    pub lpb: usize,
     /// Frame elements between neighbouring channels of a block: 1, or a plane when NCHW.
-    lane: usize,
+    pub lane: usize,
     /// Frame elements per input block (plane × 16).
-    blk: usize,
+    pub blk: usize,
     /// Frame elements between neighbouring output pixels (stride × 16).
-    px: usize,
+    pub px: usize,
     /// Packed weight elements per output block.
-    wob: usize,
+    pub wob: usize,
+    /// Output elements between neighbouring pixels (16 blocked, N for a row-major matrix).
+    pub ys: usize,
 }
 
-/// Picks the tile of `nob` output blocks × `r` pixels.
+/// Picks the tile of `nob` output blocks × `r` pixels; `masks` say which lanes of each
+/// block are stored (and read from `z`).
 ///
 /// # Safety
 ///
-/// As [`regular_tile`], and the CPU has AVX-512F.
+/// As [`x86::regular_tile`], and the CPU has AVX-512F.
 #[allow(clippy::too_many_arguments)]
-unsafe fn regular_tile_dispatch(
+pub(crate) unsafe fn regular_tile_dispatch(
     c: &RegularTile<'_>,
     nob: usize,
     r: usize,
@@ -622,6 +630,7 @@ unsafe fn regular_tile_dispatch(
     b: *const f32,
     y: [*mut f32; 2],
     z: Option<[*const f32; 2]>,
+    masks: [u16; 2],
 ) {
     #[cfg(target_arch = "x86_64")]
     {
@@ -629,9 +638,9 @@ unsafe fn regular_tile_dispatch(
             ($($r:literal)*) => {
                 match (nob, r) {
                     // SAFETY: the caller's contract is the tile's.
-                    $((2, $r) => unsafe { x86::regular_tile::<2, $r>(c, x, w, b, y, z) },)*
+                    $((2, $r) => unsafe { x86::regular_tile::<2, $r>(c, x, w, b, y, z, masks) },)*
                     // SAFETY: as above.
-                    $((_, $r) => unsafe { x86::regular_tile::<1, $r>(c, x, w, b, y, z) },)*
+                    $((_, $r) => unsafe { x86::regular_tile::<1, $r>(c, x, w, b, y, z, masks) },)*
                     _ => {}
                 }
             };
@@ -640,7 +649,7 @@ unsafe fn regular_tile_dispatch(
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (c, nob, r, x, w, b, y, z);
+        let _ = (c, nob, r, x, w, b, y, z, masks);
         unreachable!("NCHWc kernels are built only where `available()`");
     }
 }
@@ -695,8 +704,9 @@ mod x86 {
     ///
     /// The CPU has AVX-512F. For every tap offset `t`, input channel `ic` and pixel `r < R`,
     /// `x + t + (ic / lpb)·blk + (ic % lpb)·lane + r·px` is readable; `w` holds `NOB` blocks of `wob`
-    /// elements (`[tap][cin][16]` each); `b` holds `16·NOB` biases; `y[o]`
-    /// (and `z[o]`) hold `16·R` elements, `y[o]` written by no one else meanwhile.
+    /// elements (`[tap][cin][16]` each); `b` holds `16·NOB` biases; the lanes of `masks[o]`
+    /// at `y[o] + r·ys` (and `z[o]`) for `r < R` are valid, those of `y[o]` written by no one
+    /// else meanwhile.
     // Indexing `acc[o][r]` by both loop counters keeps the fully unrolled nest plain.
     #[allow(clippy::needless_range_loop)]
     #[target_feature(enable = "avx512f")]
@@ -707,6 +717,7 @@ mod x86 {
         b: *const f32,
         y: [*mut f32; 2],
         z: Option<[*const f32; 2]>,
+        masks: [u16; 2],
     ) {
         // SAFETY: every pointer formed and read below stays within the bounds of the
         // contract, and the CPU has AVX-512F.
@@ -740,9 +751,9 @@ mod x86 {
                 for (r, a) in acc[o].iter().enumerate() {
                     let mut v = _mm512_add_ps(*a, bv);
                     if let Some(z) = z {
-                        v = _mm512_add_ps(v, _mm512_loadu_ps(z[o].add(r * BLOCK)));
+                        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(masks[o], z[o].add(r * c.ys)));
                     }
-                    _mm512_storeu_ps(y[o].add(r * BLOCK), v);
+                    _mm512_mask_storeu_ps(y[o].add(r * c.ys), masks[o], v);
                 }
             }
         }

@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::common::{Real, View, check_dtype, from_compute, is_real, matmul_into, to_compute, widen_const};
+use super::packed::PackedB;
 use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in, tensors_in};
 use crate::kernels::epilogue::{Epilogue, Operands as EpiOperands};
 use crate::numeric::Numeric;
@@ -167,9 +168,15 @@ fn int_product<T: Numeric>(m: usize, n: usize, k: usize, a: impl Fn(usize, usize
 struct MatMul {
     /// B widened to f32 once when it is an f16/bf16 constant.
     b: Option<Tensor>,
+    /// A constant f32 2-D B packed for the AVX-512 micro-kernel.
+    packed: Option<PackedB>,
     /// What the graph optimizer fused after it.
     epi: Epilogue,
 }
+
+/// Products with fewer rows of A go to the GEMM crate: a tile of one or two rows leaves the
+/// packed micro-kernel waiting on its few accumulators.
+const PACKED_MIN_ROWS: usize = 8;
 
 pub(crate) fn matmul_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     fused_matmul_factory(info, Epilogue::default())
@@ -183,7 +190,16 @@ pub(crate) fn fused_matmul_factory(info: &NodeInfo<'_>, epi: Epilogue) -> Result
         Some(t) if is_real(t.dtype()) => widen_const(t)?,
         _ => None,
     };
-    Ok(Box::new(MatMul { b, epi }))
+    let packed = match (b.as_ref().or(info.const_input(1)), info.input_dtype(0)) {
+        (Some(t), Some(DType::F32))
+            if t.rank() == 2 && epi.scale.is_none() && matches!(t.dtype(), DType::F32 | DType::F16 | DType::BF16) =>
+        {
+            let t = to_compute(t)?;
+            PackedB::new(t.as_slice::<f32>()?, t.shape()[0], t.shape()[1])
+        }
+        _ => None,
+    };
+    Ok(Box::new(MatMul { b, packed, epi }))
 }
 
 impl Kernel for MatMul {
@@ -197,6 +213,20 @@ impl Kernel for MatMul {
         let dtype = a.dtype();
         let len: usize = plan.out_shape.iter().product();
         let z = self.epi.operands(inputs, len)?;
+        if let Some(p) = &self.packed
+            && dtype == DType::F32
+            && a.rank() >= 2
+            && b.shape() == p.shape()
+            && plan.m * plan.n > 0
+            && len / plan.n >= PACKED_MIN_ROWS
+        {
+            let a = a.to_aligned();
+            let bias = self.epi.bias.as_ref().map(|t| t.as_slice::<f32>()).transpose()?;
+            let y = Tensor::try_build_full::<f32, Error>(&plan.out_shape, |o| {
+                p.product(a.as_slice::<f32>()?, o, bias, z.z, self.epi.act)
+            })?;
+            return Ok(vec![y.into()]);
+        }
         let y = if is_real(dtype) {
             let ac = to_compute(a)?;
             let bc = match &self.b {

@@ -1,7 +1,7 @@
 //! Linear algebra: MatMul and Gemm ([`matmul`]), [Einsum](https://onnx.ai/onnx/operators/onnx__Einsum.html)
 //! ([`einsum`]) and [Det](https://onnx.ai/onnx/operators/onnx__Det.html) ([`det`]). Shared
 //! pieces (the `gemm` crate wrapper, f16/bf16 widening, spatial attribute rules) live in
-//! [`common`].
+//! [`common`]; [`packed`] multiplies by constant f32 weights packed once.
 
 use crate::kernel::Registry;
 
@@ -9,6 +9,7 @@ pub(crate) mod common;
 pub(crate) mod det;
 pub mod einsum;
 pub(crate) mod matmul;
+pub(crate) mod packed;
 
 #[cfg(test)]
 mod tests;
