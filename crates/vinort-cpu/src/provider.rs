@@ -135,13 +135,9 @@ pub struct CpuPartition {
 
 impl CompiledPartition for CpuPartition {
     fn run(&self, inputs: &[&Value], ctx: &RunContext) -> Result<Vec<Value>> {
-        // The plan runs on a worker of the pool, not on the caller's thread: a kernel's parallel
-        // loop then starts on that worker while the other workers steal, instead of the caller
-        // sleeping on a latch and waking once per kernel (a context switch each, 10-15% of a
-        // MobileNet's time on two cores).
         match &self.pool {
             Some(p) => p.install(|| self.plan.run(inputs, ctx)),
-            None => rayon::scope(|_| self.plan.run(inputs, ctx)),
+            None => self.plan.run(inputs, ctx),
         }
     }
 

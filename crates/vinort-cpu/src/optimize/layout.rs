@@ -28,18 +28,28 @@ pub(crate) fn nchwc(w: &mut Work<'_>) {
     if !nchwc::available() {
         return;
     }
-    // Which items move: decided in order, since a depthwise conv needs a blocked input.
+    // Which items move: decided in order, since a depthwise conv needs a blocked input. A blocked
+    // value does not say how many of its lanes are channels, so every value crossing into the
+    // layout gets one channel count, and a conv whose weights expect another stays NCHW (where
+    // its kernel reports the mismatch).
     let mut blocked_out = std::collections::HashSet::new();
+    let mut channels: HashMap<ValueId, usize> = HashMap::new();
     let mut moves = vec![false; w.items.len()];
     for (i, m) in moves.iter_mut().enumerate() {
         let Some(it) = w.item(i) else { continue };
-        let Some(depthwise) = eligible(w, it) else { continue };
-        let x = it.node.inputs[0].unwrap_or(ValueId(u32::MAX));
+        let Some((depthwise, cin, cout)) = eligible(w, it) else { continue };
+        let (Some(x), Some(y)) = (it.node.inputs[0], it.node.outputs[0]) else { continue };
         if depthwise && !blocked_out.contains(&x) {
             continue;
         }
+        let z = it.epi.residual.and_then(|r| it.extra.get(r.wrapping_sub(it.node.inputs.len())).copied());
+        let wants = [(x, cin), (y, cout)].into_iter().chain(z.map(|z| (z, cout)));
+        if wants.clone().any(|(v, c)| channels.get(&v).is_some_and(|have| *have != c)) {
+            continue;
+        }
+        channels.extend(wants);
         *m = true;
-        blocked_out.extend(it.node.outputs.iter().flatten().copied());
+        blocked_out.insert(y);
     }
     if !moves.contains(&true) {
         return;
@@ -48,7 +58,7 @@ pub(crate) fn nchwc(w: &mut Work<'_>) {
     // leaves the partition.
     let need_out: Vec<bool> = (0..moves.len())
         .map(|i| {
-            let y = w.item(i).and_then(|it| it.node.outputs[0]);
+            let y = w.item(i).and_then(|it| it.node.outputs.first().copied().flatten());
             moves[i] && y.is_some_and(|y| w.keep.contains(&y) || w.readers(y).iter().any(|r| !moves[*r]))
         })
         .collect();
@@ -64,55 +74,58 @@ pub(crate) fn nchwc(w: &mut Work<'_>) {
             }
         };
         let x = node.inputs[0].unwrap_or(ValueId(u32::MAX));
-        let cin = node.inputs[1].and_then(|v| w.constant(v)).map_or(0, |t| t.shape()[1]);
         let depthwise = node.attr_or::<i64>("group", 1).unwrap_or(1) != 1;
+        let cin = channels.get(&x).copied().unwrap_or(0);
         if !twin.contains_key(&x) && !depthwise && cin < nchwc::BLOCK {
             // A few channels (an image's three) are read in place from their planes.
             node.attrs.push(("nchw_input".into(), Attr::Int(1)));
         } else {
-            node.inputs[0] = Some(blocked_input(w, &mut twin, &mut items, &node.name, x));
+            node.inputs[0] = Some(blocked_input(w, &mut twin, &mut items, &node.name, x, cin));
         }
         if let Some(r) = epi.residual
             && let Some(z) = extra.get_mut(r.wrapping_sub(node.inputs.len()))
         {
-            *z = blocked_input(w, &mut twin, &mut items, &node.name, *z);
+            let c = channels.get(z).copied().unwrap_or(0);
+            *z = blocked_input(w, &mut twin, &mut items, &node.name, *z, c);
         }
         let y = node.outputs[0].unwrap_or(ValueId(u32::MAX));
         let yb = w.new_value(ValueType::Tensor(DType::F32, None));
         twin.insert(y, yb);
         node.outputs[0] = Some(yb);
-        let channels = node.inputs[1].and_then(|v| w.constant(v)).map_or(0, |t| t.shape()[0]);
+        let cout = channels.get(&y).copied().unwrap_or(0);
         let name = node.name.clone();
         node.domain = DOMAIN.into();
         items.push(Some(Item { node, epi, extra }));
         if need_out[i] {
-            items.push(Some(reorder("ReorderOutput", &name, yb, y, Some(channels))));
+            items.push(Some(reorder("ReorderOutput", &name, yb, y, cout)));
         }
     }
     w.items = items;
     w.touch();
 }
 
-/// The blocked twin of `v`, made by a `ReorderInput` pushed now when `v` has none yet.
+/// The blocked twin of `v` (of `c` channels), made by a `ReorderInput` pushed now when `v` has
+/// none yet.
 fn blocked_input(
     w: &mut Work<'_>,
     twin: &mut HashMap<ValueId, ValueId>,
     items: &mut Vec<Option<Item>>,
     of: &str,
     v: ValueId,
+    c: usize,
 ) -> ValueId {
     if let Some(b) = twin.get(&v) {
         return *b;
     }
     let b = w.new_value(ValueType::Tensor(DType::F32, None));
-    items.push(Some(reorder("ReorderInput", of, v, b, None)));
+    items.push(Some(reorder("ReorderInput", of, v, b, c)));
     twin.insert(v, b);
     b
 }
 
-/// A reorder node between `from` and `to`.
-fn reorder(op: &str, of: &str, from: ValueId, to: ValueId, channels: Option<usize>) -> Item {
-    let attrs = channels.map(|c| ("channels".to_string(), Attr::Int(c as i64))).into_iter().collect();
+/// A reorder node between `from` and `to`, of a value of `channels` channels.
+fn reorder(op: &str, of: &str, from: ValueId, to: ValueId, channels: usize) -> Item {
+    let attrs = vec![("channels".to_string(), Attr::Int(channels as i64))];
     let node = Node {
         name: format!("{of}/{op}"),
         op_type: op.into(),
@@ -127,8 +140,9 @@ fn reorder(op: &str, of: &str, from: ValueId, to: ValueId, channels: Option<usiz
     Item { node, epi: Epilogue::default(), extra: vec![] }
 }
 
-/// `Some(depthwise)` when the item is a Conv the NCHWc kernels take.
-fn eligible(w: &Work<'_>, it: &Item) -> Option<bool> {
+/// `Some((depthwise, input channels, output channels))` when the item is a Conv the NCHWc
+/// kernels take.
+fn eligible(w: &Work<'_>, it: &Item) -> Option<(bool, usize, usize)> {
     let n = &it.node;
     if !n.is("Conv") || !(n.domain.is_empty() || n.domain == "ai.onnx") || !n.implicit_inputs.is_empty() {
         return None;
@@ -151,12 +165,20 @@ fn eligible(w: &Work<'_>, it: &Item) -> Option<bool> {
     if wt.dtype() != DType::F32 || kh == 0 || kw == 0 || m == 0 || cg == 0 {
         return None;
     }
+    // Pads no wider than the dilated kernel (any real network's): the regular conv's zero frame
+    // then exceeds its input by at most two kernel extents per axis, whatever the strides.
+    let win = crate::kernels::window::WindowAttrs::parse(n).ok()?.resolve(&[kh, kw]).ok()?;
+    let extent = |a: usize| (win.kernel[a] - 1).checked_mul(win.dilations[a])?.checked_add(1);
+    let pads_fit = (0..2).all(|a| extent(a).is_some_and(|e| win.pads[a] <= e && win.pads[a + 2] <= e));
+    if !pads_fit {
+        return None;
+    }
     let group = n.attr_or::<i64>("group", 1).ok()?;
     // The channel count the input declares must match the weights'.
     let c = w.ty(x).tensor_shape()?[1].fixed();
     match group {
-        1 => (c.is_none_or(|c| c == cg)).then_some(false),
-        g if cg == 1 && usize::try_from(g).ok() == Some(m) && c.is_none_or(|c| c == m) => Some(true),
+        1 => (c.is_none_or(|c| c == cg)).then_some((false, cg, m)),
+        g if cg == 1 && usize::try_from(g).ok() == Some(m) && c.is_none_or(|c| c == m) => Some((true, m, m)),
         _ => None,
     }
 }

@@ -409,6 +409,8 @@ proptest! {
         prop_assume!(crate::kernels::conv::nchwc::available());
         let mut rng = StdRng::seed_from_u64(seed);
         let reach = d * (k - 1) + 1;
+        // Pads within the dilated kernel, the ones the layout pass takes.
+        let pads = pads.map(|p| p.min(reach));
         let (h, wd) = ((reach + h).saturating_sub(pads[0] + pads[2]).max(1), (reach + wd).saturating_sub(pads[1] + pads[3]).max(1));
         let out = |i: usize, p: usize| (i + p - reach) / s + 1;
         prop_assume!(h + pads[0] + pads[2] >= reach && wd + pads[1] + pads[3] >= reach);
@@ -432,6 +434,7 @@ proptest! {
         };
         // A second depthwise conv of `a` with its own window, whose edges are clipped.
         let dreach = dd * (dk - 1) + 1;
+        let dpads = dpads.map(|p| p.min(dreach));
         prop_assume!(oh + dpads[0] + dpads[2] >= dreach && ow + dpads[1] + dpads[3] >= dreach);
         let dshape = [n, m, (oh + dpads[0] + dpads[2] - dreach) / ds + 1, (ow + dpads[1] + dpads[3] - dreach) / ds + 1];
         let conv4 = onnx::NodeProto {
@@ -480,4 +483,61 @@ proptest! {
         prop_assert_eq!(ops.iter().filter(|o| **o == "vinort.nchwc::ReorderInput").count(), reorders_in, "{:?}", ops);
         prop_assert_eq!(ops.iter().filter(|o| **o == "vinort.nchwc::ReorderOutput").count(), 3, "{:?}", ops);
     }
+}
+
+/// Geometries a proptest rarely draws, from a review of the NCHWc kernels: a stride larger than
+/// the kernel, a pad wider than the kernel (stays NCHW), and a conv whose weights expect more
+/// channels than its blocked input has (stays NCHW, and fails there by name).
+#[test]
+fn nchwc_edge_geometries_match_nchw() {
+    let mut rng = StdRng::seed_from_u64(7);
+    let conv = |name: &str, ins: &[&str], out: &str, attrs: Vec<onnx::AttributeProto>| onnx::NodeProto {
+        attribute: attrs,
+        ..node("Conv", name, ins, &[out])
+    };
+    // (input shape, first conv's attributes and weights, depthwise pads, output shape)
+    type Case = ([usize; 4], Vec<onnx::AttributeProto>, [usize; 4], [i64; 4], [usize; 4]);
+    let cases: [Case; 2] = [
+        (
+            [2, 17, 9, 11],
+            vec![attr::ints("strides", &[5, 4]), attr::ints("pads", &[2, 1, 2, 0])],
+            [20, 17, 3, 3],
+            [1, 1, 1, 1],
+            [2, 20, 5, 5],
+        ),
+        ([1, 3, 5, 5], vec![attr::ints("pads", &[2, 0, 0, 0])], [16, 3, 1, 1], [0, 0, 0, 0], [1, 16, 7, 5]),
+    ];
+    for (xs, attrs, ws, dpads, ys) in cases {
+        let m = ws[0];
+        let nodes = vec![
+            conv("c1", &["x", "w1", "b1"], "a", attrs),
+            conv(
+                "c2",
+                &["a", "w2", "b2"],
+                "y",
+                vec![attr::ints("pads", &dpads), attr::int("group", m as i64), attr::ints("kernel_shape", &[1, 1])],
+            ),
+        ];
+        let inits = vec![
+            ("w1", random(&mut rng, &ws, 1.0)),
+            ("b1", random(&mut rng, &[m], 0.5)),
+            ("w2", random(&mut rng, &[m, 1, 1, 1], 1.0)),
+            ("b2", random(&mut rng, &[m], 0.5)),
+        ];
+        let md = model(nodes, &[("x", &xs)], &[("y", &ys)], &inits);
+        let x = random(&mut rng, &xs, 2.0);
+        let (off, on, _, _) = both_at(&md, std::slice::from_ref(&x), OptLevel::All);
+        assert_eq!(on[0].shape(), ys);
+        ts::assert_close(&f32s(&on[0]), &f32s(&off[0]), 1e-4, 1e-4, "NCHWc edge geometry");
+    }
+    // 20 channels made, 24 expected: neither conv may read padding lanes as channels.
+    let nodes = vec![conv("c1", &["x", "w1"], "a", vec![]), conv("c2", &["a", "w2"], "y", vec![])];
+    let inits = vec![("w1", random(&mut rng, &[20, 4, 1, 1], 1.0)), ("w2", random(&mut rng, &[8, 24, 1, 1], 1.0))];
+    let md = model(nodes, &[("x", &[1, 4, 3, 3])], &[("y", &[1, 8, 3, 3])], &inits);
+    let g = &md.graph;
+    let plan =
+        compile_nodes(g, g.topo_order(), g.inputs(), g.outputs(), OptLevel::All).unwrap_or_else(|e| panic!("{e}"));
+    let x = Value::Tensor(random(&mut rng, &[1, 4, 3, 3], 1.0));
+    let err = plan.run(&[&x], &RunContext::default()).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.contains("channel"), "expected a channel mismatch, got {err:?}");
 }

@@ -66,15 +66,17 @@ pub(crate) fn factory(info: &NodeInfo<'_>, epi: Epilogue) -> Result<Box<dyn Kern
     }
     let node = info.node;
     match node.op_type.as_str() {
-        "ReorderInput" => Ok(Box::new(ReorderInput)),
-        "ReorderOutput" => {
-            let c = node.attr::<i64>("channels")?.and_then(|c| usize::try_from(c).ok());
-            let channels = c.ok_or_else(|| Error::invalid("ReorderOutput needs a channel count"))?;
-            Ok(Box::new(ReorderOutput { channels }))
-        }
+        "ReorderInput" => Ok(Box::new(ReorderInput { channels: channels(node)? })),
+        "ReorderOutput" => Ok(Box::new(ReorderOutput { channels: channels(node)? })),
         "Conv" => Ok(Box::new(BlockedConv::new(info, epi)?)),
         other => Err(Error::unsupported(format!("{DOMAIN}::{other}"))),
     }
+}
+
+/// A reorder's `channels` attribute: the channel count of the value it moves.
+fn channels(node: &vinort_ir::Node) -> Result<usize> {
+    let c = node.attr::<i64>("channels")?.and_then(|c| usize::try_from(c).ok());
+    c.ok_or_else(|| Error::invalid(format!("{} needs a channel count", node.op_type)))
 }
 
 /// The f32 elements of input `i`, aligned.
@@ -94,8 +96,11 @@ fn input_f32<'a>(inputs: &[Option<&'a Value>], i: usize) -> Result<(std::borrow:
 // ---------------------------------------------------------------------------------------------
 // Reorders
 
-/// `[N, C, H, W]` → `[N, ⌈C/16⌉, H, W, 16]`, padding lanes zero.
-struct ReorderInput;
+/// `[N, C, H, W]` → `[N, ⌈C/16⌉, H, W, 16]`, padding lanes zero. C must be the count the
+/// layout pass planned for (the blocked value cannot say how many lanes are channels).
+struct ReorderInput {
+    channels: usize,
+}
 
 impl Kernel for ReorderInput {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
@@ -103,6 +108,9 @@ impl Kernel for ReorderInput {
         let &[n, c, h, w] = s.as_slice() else {
             return Err(Error::invalid(format!("ReorderInput takes [N, C, H, W], got {s:?}")));
         };
+        if c != self.channels {
+            return Err(Error::invalid(format!("X has {c} channels where the Conv's weights take {}", self.channels)));
+        }
         let x = x.as_slice::<f32>()?;
         let (cb, plane) = (blocks(c), h * w);
         let y = Tensor::try_build_full::<f32, Error>(&[n, cb, h, w, BLOCK], |y| {
@@ -353,16 +361,22 @@ thread_local! {
 
 /// Calls `f` with an input every window lies inside: `x` itself when there is no padding and
 /// the windows stay in it, else a copy of `x` inside a zero border (the thread's kept frame).
-fn with_padded<R>(g: &Geo, x: &[f32], f: impl FnOnce(&[f32], &Geo) -> R) -> R {
+fn with_padded(g: &Geo, x: &[f32], f: impl FnOnce(&[f32], &Geo) -> Result<()>) -> Result<()> {
     let reach = g.reach();
     if g.p == [0, 0] && reach[0] <= g.i[0] && reach[1] <= g.i[1] {
         return f(x, g);
     }
     let [hp, wp] = reach;
     let e = g.e;
+    // The layout pass takes only pads within the kernel's extent, so the frame exceeds the input
+    // by at most two extents per axis; a dilation large enough to make that huge is an error
+    // rather than an allocation of it.
+    let len = [g.n, g.cb, hp, wp, e].iter().try_fold(1usize, |a, b| a.checked_mul(*b));
+    let len = len.filter(|l| *l <= 4 * x.len() + (1 << 24)).ok_or_else(|| {
+        Error::invalid(format!("an NCHWc Conv's padded input of {hp}x{wp} pixels is far larger than its input"))
+    })?;
     let mut frame = FRAME.take();
     // 64-byte aligned start, so every pixel's 16 lanes are one aligned line.
-    let len = g.n * g.cb * hp * wp * e;
     if frame.len() < len + BLOCK {
         frame.resize(len + BLOCK, 0.0);
     }
@@ -370,7 +384,8 @@ fn with_padded<R>(g: &Geo, x: &[f32], f: impl FnOnce(&[f32], &Geo) -> R) -> R {
     let fr = &mut frame[start..start + len];
     let [h, w] = g.i;
     let [pt, pl] = g.p;
-    let cols = w.min(wp.saturating_sub(pl));
+    let pl = pl.min(wp);
+    let cols = w.min(wp - pl);
     // Each row is copied in, and only what no input lands on is zeroed (the frame keeps
     // whatever an earlier run left elsewhere).
     for (j, dst) in fr.chunks_exact_mut(hp * wp * e).enumerate() {
@@ -415,9 +430,10 @@ impl BlockedConv {
         let [ih, iw] = g.i;
         let [oh, ow] = g.o;
         let reach = g.reach();
-        if x.len() != g.n * g.cb * ih * iw * g.e
+        let size = |v: [usize; 5]| v.iter().try_fold(1usize, |a, b| a.checked_mul(*b));
+        if size([g.n, g.cb, ih, iw, g.e]) != Some(x.len())
             || (!self.depthwise && (g.p != [0, 0] || reach[0] > ih || reach[1] > iw))
-            || y.len() != g.n * g.mb * oh * ow * BLOCK
+            || size([g.n, g.mb, oh, ow, BLOCK]) != Some(y.len())
         {
             return Err(Error::invalid("NCHWc Conv buffers do not match their shapes"));
         }
@@ -519,7 +535,8 @@ impl BlockedConv {
             .collect();
         let (lo1, hi1) = valid_range(g.o[1], iw, sw, -(pl as isize));
         let (lo2, hi2) = valid_range(g.o[1], iw, sw, ((kw - 1) * dw) as isize - pl as isize);
-        let (lo, hi) = (lo1.max(lo2), hi1.min(hi2));
+        // No interior without a kernel row inside the input (an empty input with padding).
+        let (lo, hi) = if rows.is_empty() { (0, 0) } else { (lo1.max(lo2), hi1.min(hi2)) };
         let wb = cb * kh * kw * BLOCK;
         let mut edge: SmallVec<[(usize, usize); 64]> = SmallVec::new();
         let mut ox = j.ox0;
@@ -728,8 +745,9 @@ mod x86 {
             for (t, &toff) in c.taps.iter().enumerate() {
                 let wt = w.add(t * c.cin * BLOCK);
                 let xt = x.add(toff);
-                for blk in 0..=full {
-                    let lanes = if blk < full { c.lpb } else { rest };
+                // Whole blocks, then the partial one (only when there is one, so that no pointer
+                // is formed past the input).
+                for (blk, lanes) in (0..full).map(|b| (b, c.lpb)).chain((rest > 0).then_some((full, rest))) {
                     let xb = xt.add(blk * c.blk);
                     let wb = wt.add(blk * c.lpb * BLOCK);
                     for l in 0..lanes {
