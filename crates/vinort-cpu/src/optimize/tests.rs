@@ -418,15 +418,16 @@ proptest! {
         let xs = [n, c, h, wd];
         let ys = [n, m, oh, ow];
         let i64s = |v: &[usize]| v.iter().map(|x| *x as i64).collect::<Vec<_>>();
-        let conv1 = onnx::NodeProto {
-            attribute: vec![
+        // A square window's attributes.
+        let window = |k: usize, s: usize, d: usize, pads: &[usize]| {
+            vec![
                 attr::ints("kernel_shape", &[k as i64, k as i64]),
                 attr::ints("strides", &[s as i64, s as i64]),
                 attr::ints("dilations", &[d as i64, d as i64]),
-                attr::ints("pads", &i64s(&pads)),
-            ],
-            ..node("Conv", "c1", &["x", "w1", "b1"], &["p"])
+                attr::ints("pads", &i64s(pads)),
+            ]
         };
+        let conv1 = onnx::NodeProto { attribute: window(k, s, d, &pads), ..node("Conv", "c1", &["x", "w1", "b1"], &["p"]) };
         let (a1, extra) = activation(act, "p", "a");
         let conv2 = onnx::NodeProto {
             attribute: vec![attr::ints("pads", &[1, 1, 1, 1]), attr::int("group", m as i64)],
@@ -437,16 +438,9 @@ proptest! {
         let dpads = dpads.map(|p| p.min(dreach));
         prop_assume!(oh + dpads[0] + dpads[2] >= dreach && ow + dpads[1] + dpads[3] >= dreach);
         let dshape = [n, m, (oh + dpads[0] + dpads[2] - dreach) / ds + 1, (ow + dpads[1] + dpads[3] - dreach) / ds + 1];
-        let conv4 = onnx::NodeProto {
-            attribute: vec![
-                attr::ints("kernel_shape", &[dk as i64, dk as i64]),
-                attr::ints("strides", &[ds as i64, ds as i64]),
-                attr::ints("dilations", &[dd as i64, dd as i64]),
-                attr::ints("pads", &i64s(&dpads)),
-                attr::int("group", m as i64),
-            ],
-            ..node("Conv", "c4", &["a", "w4", "b4"], &["v"])
-        };
+        let mut attrs = window(dk, ds, dd, &dpads);
+        attrs.push(attr::int("group", m as i64));
+        let conv4 = onnx::NodeProto { attribute: attrs, ..node("Conv", "c4", &["a", "w4", "b4"], &["v"]) };
         let nodes = vec![
             conv1,
             a1,

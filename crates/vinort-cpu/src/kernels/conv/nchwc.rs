@@ -407,10 +407,13 @@ fn with_padded(g: &Geo, x: &[f32], f: impl FnOnce(&[f32], &Geo) -> Result<()>) -
     r
 }
 
-/// The output, written by tasks at disjoint places.
+/// An output buffer that parallel tasks write at disjoint places through this pointer (the
+/// blocked convs here, the packed MatMul). Every user splits its work so that no two tasks
+/// write one element.
 #[derive(Clone, Copy)]
-struct Out(*mut f32);
-// SAFETY: every task writes only its own rows (see `BlockedConv::compute`), so sharing the
+pub(crate) struct Out(pub *mut f32);
+// SAFETY: every user's tasks write only their own elements (a conv task its rows, see
+// `BlockedConv::compute`; a packed MatMul task its column pair of its rows), so sharing the
 // pointer between rayon's threads never lets two of them touch one element.
 unsafe impl Send for Out {}
 // SAFETY: as above.

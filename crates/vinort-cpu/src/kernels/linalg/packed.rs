@@ -15,7 +15,7 @@
 
 use vinort_ir::{Error, Result, Tensor};
 
-use crate::kernels::conv::nchwc::{self, BLOCK, RegularTile, regular_tile_dispatch};
+use crate::kernels::conv::nchwc::{self, BLOCK, Out, RegularTile, regular_tile_dispatch};
 use crate::kernels::epilogue::Act;
 
 /// Rows of A per tile.
@@ -140,14 +140,6 @@ impl PackedB {
 fn lane_mask(lanes: usize) -> u16 {
     if lanes >= BLOCK { u16::MAX } else { (1u16 << lanes) - 1 }
 }
-
-/// The output, written by tasks at disjoint places.
-#[derive(Clone, Copy)]
-struct Out(*mut f32);
-// SAFETY: every task writes only its own column pair of its own rows (see `product`).
-unsafe impl Send for Out {}
-// SAFETY: as above.
-unsafe impl Sync for Out {}
 
 #[cfg(test)]
 mod tests {
