@@ -749,8 +749,10 @@ mod x86 {
                 let wt = w.add(t * c.cin * BLOCK);
                 let xt = x.add(toff);
                 // Whole blocks, then the partial one (only when there is one, so that no pointer
-                // is formed past the input).
-                for (blk, lanes) in (0..full).map(|b| (b, c.lpb)).chain((rest > 0).then_some((full, rest))) {
+                // is formed past the input). A plain counted loop: an iterator chain here was
+                // not inlined into this AVX-512 function and cost ResNet-50 a fifth of its time.
+                for blk in 0..full + usize::from(rest > 0) {
+                    let lanes = if blk < full { c.lpb } else { rest };
                     let xb = xt.add(blk * c.blk);
                     let wb = wt.add(blk * c.lpb * BLOCK);
                     for l in 0..lanes {
