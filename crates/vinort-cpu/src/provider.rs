@@ -1,6 +1,8 @@
 //! The Cpu execution provider: claims every node it has a kernel for, and runs a partition as
 //! a [`Plan`] of kernels.
 
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use vinort_ir::exec::{Plan, PlanBuilder, Step};
@@ -12,10 +14,57 @@ use vinort_ir::{
 use crate::kernel::{Kernel, Registry};
 use crate::optimize::{Item, OptLevel, Work, build_item};
 
+/// A pool the partitions' kernels run on, and whether one of its workers is running a whole
+/// plan (see [`CpuPartition::run`]).
+struct Pool {
+    threads: rayon::ThreadPool,
+    hosting: AtomicBool,
+}
+
+/// Whether a worker of rayon's global pool is running a whole plan.
+static GLOBAL_HOSTING: AtomicBool = AtomicBool::new(false);
+
+/// The claim on a pool's one hosted plan; released when dropped, also by a panic unwinding.
+struct Host<'a>(&'a AtomicBool);
+
+impl<'a> Host<'a> {
+    fn claim(flag: &'a AtomicBool) -> Option<Host<'a>> {
+        flag.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).ok().map(|_| Host(flag))
+    }
+}
+
+impl Drop for Host<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+thread_local! {
+    /// The own pool of the partition this thread runs kernel by kernel, if any: each kernel
+    /// is handed to it, so the kernel's parallel loops run on its workers.
+    static KERNEL_POOL: RefCell<Option<Arc<Pool>>> = const { RefCell::new(None) };
+}
+
+/// Sets [`KERNEL_POOL`] for the life of the guard, restoring what was there.
+struct KernelPool(Option<Arc<Pool>>);
+
+impl KernelPool {
+    fn set(pool: &Arc<Pool>) -> KernelPool {
+        KernelPool(KERNEL_POOL.with_borrow_mut(|p| p.replace(pool.clone())))
+    }
+}
+
+impl Drop for KernelPool {
+    fn drop(&mut self) {
+        let previous = self.0.take();
+        KERNEL_POOL.with_borrow_mut(|p| *p = previous);
+    }
+}
+
 /// The process's thread pool of `n` threads, made on first use and shared by every session
 /// asking for `n`, so sessions do not each bring their own threads.
-fn pool_of(n: usize) -> Result<Arc<rayon::ThreadPool>> {
-    static POOLS: std::sync::Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = std::sync::Mutex::new(Vec::new());
+fn pool_of(n: usize) -> Result<Arc<Pool>> {
+    static POOLS: std::sync::Mutex<Vec<(usize, Arc<Pool>)>> = std::sync::Mutex::new(Vec::new());
     let mut pools = POOLS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some((_, p)) = pools.iter().find(|(k, _)| *k == n) {
         return Ok(p.clone());
@@ -25,7 +74,7 @@ fn pool_of(n: usize) -> Result<Arc<rayon::ThreadPool>> {
         .thread_name(|i| format!("vinort-cpu-{i}"))
         .build()
         .map_err(|e| Error::invalid(format!("cannot start {n} Cpu threads: {e}")))?;
-    let p = Arc::new(p);
+    let p = Arc::new(Pool { threads: p, hosting: AtomicBool::new(false) });
     pools.push((n, p.clone()));
     Ok(p)
 }
@@ -62,7 +111,13 @@ impl Step for KernelStep {
     fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
         // Errors that already name their node (a kernel's own, or one from inside a
         // control-flow body) pass through; anything else gets this node attached, whole.
-        self.kernel.run(inputs, ctx).map_err(|e| match e {
+        let pool = KERNEL_POOL.with_borrow(Clone::clone);
+        let run = || self.kernel.run(inputs, ctx);
+        let result = match pool {
+            Some(p) if p.threads.current_thread_index().is_none() => p.threads.install(run),
+            _ => run(),
+        };
+        result.map_err(|e| match e {
             Error::Node { .. } | Error::Provider { .. } => e,
             other => Error::Provider {
                 provider: "Cpu".into(),
@@ -130,14 +185,36 @@ pub fn compile_nodes(
 /// A compiled Cpu partition.
 pub struct CpuPartition {
     plan: Plan<KernelStep>,
-    pool: Option<Arc<rayon::ThreadPool>>,
+    pool: Option<Arc<Pool>>,
 }
 
 impl CompiledPartition for CpuPartition {
+    /// Runs the plan on a worker of its pool when no other plan is there: a kernel's parallel
+    /// loop then starts on that worker while the others steal, and the caller sleeps once per
+    /// run instead of once per kernel (ResNet-50: 45 ms against 58 ms on two cores, the
+    /// difference being context switches). One plan per pool at most: a worker waiting inside a
+    /// parallel loop may pick up an injected job, and were whole plans of many callers
+    /// injected, one could nest inside another without bound. Callers arriving while a plan is
+    /// hosted run their plans themselves, kernel by kernel handed to the pool as before.
     fn run(&self, inputs: &[&Value], ctx: &RunContext) -> Result<Vec<Value>> {
-        match &self.pool {
-            Some(p) => p.install(|| self.plan.run(inputs, ctx)),
-            None => self.plan.run(inputs, ctx),
+        let run = || self.plan.run(inputs, ctx);
+        let on_worker = match &self.pool {
+            Some(p) => p.threads.current_thread_index().is_some(),
+            None => rayon::current_thread_index().is_some(),
+        };
+        if on_worker {
+            // Already inside the pool (a control-flow body, or a kernel of a caller's plan).
+            return run();
+        }
+        let hosting = self.pool.as_ref().map_or(&GLOBAL_HOSTING, |p| &p.hosting);
+        match (Host::claim(hosting), &self.pool) {
+            (Some(_host), Some(p)) => p.threads.install(run),
+            (Some(_host), None) => rayon::scope(|_| run()),
+            (None, Some(p)) => {
+                let _kernels = KernelPool::set(p);
+                run()
+            }
+            (None, None) => run(),
         }
     }
 
@@ -211,5 +288,39 @@ impl SubgraphPlan {
     /// Runs with formal inputs followed by outer values.
     pub fn run(&self, inputs: &[&Value], ctx: &RunContext) -> Result<Vec<Value>> {
         self.plan.run(inputs, ctx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pool_hosts_one_plan_and_a_panic_releases_it() {
+        let flag = AtomicBool::new(false);
+        let first = Host::claim(&flag).expect("a free pool can be claimed");
+        assert!(Host::claim(&flag).is_none(), "a second plan must not be hosted while one is");
+        drop(first);
+        assert!(Host::claim(&flag).is_some(), "dropping the claim frees the pool");
+        let unwound = std::panic::catch_unwind(|| {
+            let _host = Host::claim(&flag).expect("free");
+            panic!("kernel failed");
+        });
+        assert!(unwound.is_err());
+        assert!(!flag.load(Ordering::Acquire), "a panicking plan must not keep the pool claimed");
+    }
+
+    #[test]
+    fn kernel_pool_is_restored_after_a_partition() {
+        let pool = pool_of(1).expect("one thread");
+        assert!(KERNEL_POOL.with_borrow(Option::is_none));
+        {
+            let _outer = KernelPool::set(&pool);
+            {
+                let _inner = KernelPool::set(&pool);
+            }
+            assert!(KERNEL_POOL.with_borrow(Option::is_some), "leaving a nested partition keeps the outer's pool");
+        }
+        assert!(KERNEL_POOL.with_borrow(Option::is_none), "leaving the partition clears it");
     }
 }
