@@ -328,3 +328,35 @@ fn empty_spatial_input_with_padding() {
     .unwrap();
     assert_eq!(got.shape(), [1, 2, 0]);
 }
+
+/// MaxUnpool: hand-worked scatters. Two planes of a 1x2 pooled output, kernel 2, stride 2,
+/// so each output plane is 1x4 and the flat output has 8 positions.
+#[test]
+fn maxunpool_scatters_within_and_across_planes() {
+    let n = node("MaxUnpool", 11, 2, 1, vec![ints("kernel_shape", &[1, 2]), ints("strides", &[1, 2])]);
+    let x = t32(&[1, 2, 1, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let idx = |v: &[i64]| ts::tensor_of::<i64>(&[1, 2, 1, 2], v);
+    // Every index in its own plane (the parallel scatter).
+    let y = run1(&n, &[Some(x.clone()), Some(idx(&[1, 2, 4, 7]))]).unwrap();
+    assert_close(&y, &[1, 2, 1, 4], &[0.0, 1.0, 2.0, 0.0, 3.0, 0.0, 0.0, 4.0], 0.0);
+    // Plane 0's second value lands in plane 1, and plane 1's first value lands on the same
+    // position: element order decides, the later write (3.0) wins.
+    let y = run1(&n, &[Some(x.clone()), Some(idx(&[0, 5, 5, 6]))]).unwrap();
+    assert_close(&y, &[1, 2, 1, 4], &[1.0, 0.0, 0.0, 0.0, 0.0, 3.0, 4.0, 0.0], 0.0);
+    // Duplicates inside one plane: the later element wins there too.
+    let y = run1(&n, &[Some(x.clone()), Some(idx(&[3, 3, 4, 4]))]).unwrap();
+    assert_close(&y, &[1, 2, 1, 4], &[0.0, 0.0, 0.0, 2.0, 4.0, 0.0, 0.0, 0.0], 0.0);
+    // Out of range (8 positions) and negative indices are errors, not writes.
+    for bad in [[0, 1, 2, 8], [-1, 1, 2, 3]] {
+        let e = run1(&n, &[Some(x.clone()), Some(idx(&bad))]).unwrap_err().to_string();
+        assert!(e.contains("out of range"), "{e}");
+    }
+    // A larger output_shape: indices address the inferred 1x4 planes, placed at the origin of
+    // 2x5 planes.
+    let n3 = node("MaxUnpool", 11, 3, 1, vec![ints("kernel_shape", &[1, 2]), ints("strides", &[1, 2])]);
+    let shape = ts::tensor_of::<i64>(&[4], &[1, 2, 2, 5]);
+    let y = run_node(&n3, &[Some(x), Some(idx(&[1, 2, 4, 7])), Some(shape)], &[]).unwrap().remove(0);
+    let mut want = vec![0.0; 20];
+    (want[1], want[2], want[10], want[13]) = (1.0, 2.0, 3.0, 4.0);
+    assert_close(&y, &[1, 2, 2, 5], &want, 0.0);
+}
