@@ -2,7 +2,12 @@
 //! multiplies matrices (linalg's MatMul/Gemm/Conv, rnn's gate projections and DeformConv), so
 //! the bounds checks that make the `unsafe` call sound live in one place.
 
+use std::ops::{Add, Mul};
+
+use rayon::prelude::*;
 use vinort_ir::{Elem, Error, Result};
+
+use crate::par;
 
 mod sealed {
     pub trait Sealed {}
@@ -14,7 +19,9 @@ mod sealed {
 ///
 /// Sealed: `gemm::gemm` panics for any other type, so only these two may implement it. The
 /// kernel families' own element traits build on it.
-pub(crate) trait GemmElem: Elem + sealed::Sealed {
+pub(crate) trait GemmElem:
+    Elem + sealed::Sealed + Add<Output = Self> + Mul<Output = Self> + Send + Sync
+{
     const ZERO: Self;
     const ONE: Self;
 }
@@ -94,6 +101,9 @@ pub(crate) fn matmul_into<T: GemmElem>(
     {
         return Err(bad());
     }
+    if m == 1 && gemv((n, k), a, b, &mut c[..n], accumulate, scale, parallel) {
+        return Ok(());
+    }
     let par = if parallel { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
     let (ldc, a_rs, a_cs, b_rs, b_cs) = (stride(ldc)?, stride(a.rs)?, stride(a.cs)?, stride(b.rs)?, stride(b.cs)?);
     // SAFETY: `T` is f32 or f64 (sealed `GemmElem`), which `gemm` supports. Every index gemm forms
@@ -125,4 +135,116 @@ pub(crate) fn matmul_into<T: GemmElem>(
         );
     }
     Ok(())
+}
+
+/// Lanes of the independent partial sums a dot product keeps (one AVX-512 vector of f32), so
+/// the loop vectorizes without reassociating any one sum.
+const LANES: usize = 16;
+
+/// `c = scale * a @ b` for one row of `a` (a vector times a matrix, as a classifier's last
+/// Gemm is at batch 1), when `b`'s columns or rows are contiguous; false (nothing written)
+/// otherwise. `gemm` runs such a product on one thread at about half the memory bandwidth,
+/// and it is all memory: every element of `b` is read once. Columns contiguous (`transB`):
+/// one dot product per output. Rows contiguous: output blocks accumulate `a[i] · b[i, block]`
+/// down the rows. Either way the outputs split into parallel blocks.
+#[allow(clippy::too_many_arguments)]
+fn gemv<T: GemmElem>(
+    (n, k): (usize, usize),
+    a: View<'_, T>,
+    b: View<'_, T>,
+    c: &mut [T],
+    accumulate: bool,
+    scale: T,
+    parallel: bool,
+) -> bool {
+    if b.rs != 1 && b.cs != 1 {
+        return false;
+    }
+    let av: std::borrow::Cow<'_, [T]> = if a.cs == 1 {
+        std::borrow::Cow::Borrowed(&a.data[..k])
+    } else {
+        std::borrow::Cow::Owned((0..k).map(|i| a.data[i * a.cs]).collect())
+    };
+    let job = Gemv { a: &av, b, accumulate, scale };
+    let block = |j0: usize, out: &mut [T]| {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU running this code has AVX-512F (checked just above).
+            return unsafe { job.block_avx512(j0, out) };
+        }
+        job.block(j0, out)
+    };
+    if parallel && n.saturating_mul(k) >= par::MACS && n >= 2 * LANES {
+        let per = n.div_ceil(4 * rayon::current_num_threads()).next_multiple_of(LANES);
+        c.par_chunks_mut(per).enumerate().for_each(|(t, out)| block(t * per, out));
+    } else {
+        block(0, c);
+    }
+    true
+}
+
+/// One vector-times-matrix product; [`Gemv::block`] writes a run of its outputs.
+struct Gemv<'a, T> {
+    a: &'a [T],
+    b: View<'a, T>,
+    accumulate: bool,
+    scale: T,
+}
+
+impl<T: GemmElem> Gemv<'_, T> {
+    /// The same loops compiled for AVX-512, so they vectorize 16 f32 wide.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    fn block_avx512(&self, j0: usize, out: &mut [T]) {
+        self.block(j0, out)
+    }
+
+    /// Outputs `j0..j0 + out.len()`.
+    #[inline(always)]
+    fn block(&self, j0: usize, out: &mut [T]) {
+        let (a, b, k, scale) = (self.a, self.b, self.a.len(), self.scale);
+        if b.rs == 1 {
+            for (j, y) in (j0..).zip(out.iter_mut()) {
+                let v = scale * dot(a, &b.data[j * b.cs..j * b.cs + k]);
+                *y = if self.accumulate { *y + v } else { v };
+            }
+            return;
+        }
+        // The sums build in `out` itself unless it already holds what they add to.
+        let kept = if self.accumulate { out.to_vec() } else { Vec::new() };
+        out.fill(T::ZERO);
+        for (i, &ai) in a.iter().enumerate() {
+            let row = &b.data[i * b.rs + j0..i * b.rs + j0 + out.len()];
+            for (s, &bv) in out.iter_mut().zip(row) {
+                *s = *s + ai * bv;
+            }
+        }
+        if self.accumulate {
+            for (y, c0) in out.iter_mut().zip(kept) {
+                *y = c0 + scale * *y;
+            }
+        } else {
+            for y in out.iter_mut() {
+                *y = scale * *y;
+            }
+        }
+    }
+}
+
+/// `Σ a[i] · b[i]` over `LANES` interleaved partial sums.
+#[inline(always)]
+fn dot<T: GemmElem>(a: &[T], b: &[T]) -> T {
+    let mut acc = [T::ZERO; LANES];
+    let (ac, bc) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (ar, br) = (ac.remainder(), bc.remainder());
+    for (x, y) in ac.zip(bc) {
+        for l in 0..LANES {
+            acc[l] = acc[l] + x[l] * y[l];
+        }
+    }
+    let mut tail = T::ZERO;
+    for (x, y) in ar.iter().zip(br) {
+        tail = tail + *x * *y;
+    }
+    acc.iter().fold(tail, |s, v| s + *v)
 }

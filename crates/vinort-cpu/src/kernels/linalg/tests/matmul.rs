@@ -265,6 +265,37 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(config(24))]
+
+    /// One row of A (a classifier at batch 1) takes the vector-times-matrix path: dot products
+    /// over contiguous columns of B (transB) or sums down its rows, parallel once large; the
+    /// lane remainders, C broadcast and alpha must all come out as the definition says.
+    #[test]
+    fn gemm_of_one_row_matches_definition(
+        n in prop_oneof![1usize..40, 700usize..1200], k in 1usize..100,
+        tb in any::<bool>(), c_kind in 0usize..3, f64_ty in any::<bool>(),
+        alpha in prop::sample::select(vec![1.0f32, -2.0]), beta in prop::sample::select(vec![1.0f32, 0.0, 0.25]),
+        seed in any::<u64>(),
+    ) {
+        let mut rng = rng(seed);
+        let dtype = if f64_ty { DType::F64 } else { DType::F32 };
+        let (a, b) = (rand_vec(&mut rng, k), rand_vec(&mut rng, k * n));
+        let b_shape = if tb { [n, k] } else { [k, n] };
+        let c_shape: Option<Vec<usize>> = [None, Some(vec![n]), Some(vec![1])][c_kind].clone();
+        let c = c_shape.as_ref().map(|s| rand_vec(&mut rng, s.iter().product()));
+        let nd = node("Gemm", 13, 3, 1, vec![float("alpha", alpha), float("beta", beta), int_attr("transB", tb)]);
+        let inputs = [
+            Some(tensor(dtype, &[1, k], &a)),
+            Some(tensor(dtype, &b_shape, &b)),
+            c_shape.as_ref().zip(c.as_ref()).map(|(s, c)| tensor(dtype, s, c)),
+        ];
+        let got = run_node(&nd, &inputs, &[1]).unwrap();
+        let want = gemm_ref((1, n, k), &a, &b, c_shape.as_deref().zip(c.as_deref()), false, tb, alpha as f64, beta as f64);
+        assert_close(&got[0], &[1, n], &want, 1e-4);
+    }
+}
+
 fn int_attr(name: &str, v: bool) -> (String, vinort_ir::Attr) {
     int(name, v as i64)
 }
