@@ -146,7 +146,10 @@ fn scatter(
                 .ok()
                 .zip(bytemuck::try_cast_slice_mut::<u8, u16>(out).ok())
                 .map(|(xs, o)| typed(o, xs, idx, planes, &at)),
-            1 => Some(typed(out, xb, idx, planes, &at)),
+            1 => {
+                typed(out, xb, idx, planes, &at);
+                Some(())
+            }
             _ => None,
         };
         if done.is_none() {
