@@ -165,8 +165,8 @@ fn eligible(w: &Work<'_>, it: &Item) -> Option<(bool, usize, usize)> {
     if wt.dtype() != DType::F32 || kh == 0 || kw == 0 || m == 0 || cg == 0 {
         return None;
     }
-    // Pads no wider than the dilated kernel (any real network's): the regular conv's zero frame
-    // then exceeds its input by at most two kernel extents per axis, whatever the strides.
+    // Pads no wider than the dilated kernel (any real network's, and what the blocked kernels'
+    // window clipping is tested on): wider ones, whose outputs see no input at all, stay NCHW.
     let win = crate::kernels::window::WindowAttrs::parse(n).ok()?.resolve(&[kh, kw]).ok()?;
     let extent = |a: usize| (win.kernel[a] - 1).checked_mul(win.dilations[a])?.checked_add(1);
     let pads_fit = (0..2).all(|a| extent(a).is_some_and(|e| win.pads[a] <= e && win.pads[a + 2] <= e));

@@ -316,13 +316,8 @@ impl Kernel for BlockedConv {
                 d: [self.win.dilations[0], self.win.dilations[1]],
                 p: [geo.pad_begin[0], geo.pad_begin[1]],
             };
-            // Depthwise windows are clipped to the input instead: a frame would copy the whole
-            // input for nine multiply-adds per element.
-            if self.depthwise {
-                self.compute(&g, x, zs, y)
-            } else {
-                with_padded(&g, x, |xp, g| self.compute(g, xp, zs, y))
-            }
+            // Windows are clipped to the input: no padded copy of it is made.
+            self.compute(&g, x, zs, y)
         })?;
         Ok(vec![y.into()])
     }
@@ -343,68 +338,8 @@ struct Geo {
     k: [usize; 2],
     s: [usize; 2],
     d: [usize; 2],
-    /// Begin pads; zero once the input is copied into its padded frame.
+    /// Begin pads.
     p: [usize; 2],
-}
-
-impl Geo {
-    /// Input rows and columns the windows reach.
-    fn reach(&self) -> [usize; 2] {
-        std::array::from_fn(|a| (self.o[a] - 1) * self.s[a] + (self.k[a] - 1) * self.d[a] + 1)
-    }
-}
-
-thread_local! {
-    /// The calling thread's padded-input frame, kept across runs.
-    static FRAME: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
-}
-
-/// Calls `f` with an input every window lies inside: `x` itself when there is no padding and
-/// the windows stay in it, else a copy of `x` inside a zero border (the thread's kept frame).
-fn with_padded(g: &Geo, x: &[f32], f: impl FnOnce(&[f32], &Geo) -> Result<()>) -> Result<()> {
-    let reach = g.reach();
-    if g.p == [0, 0] && reach[0] <= g.i[0] && reach[1] <= g.i[1] {
-        return f(x, g);
-    }
-    let [hp, wp] = reach;
-    let e = g.e;
-    // The layout pass takes only pads within the kernel's extent, so the frame exceeds the input
-    // by at most two extents per axis; a dilation large enough to make that huge is an error
-    // rather than an allocation of it.
-    let len = [g.n, g.cb, hp, wp, e].iter().try_fold(1usize, |a, b| a.checked_mul(*b));
-    let len = len.filter(|l| *l <= 4 * x.len() + (1 << 24)).ok_or_else(|| {
-        Error::invalid(format!("an NCHWc Conv's padded input of {hp}x{wp} pixels is far larger than its input"))
-    })?;
-    let mut frame = FRAME.take();
-    // 64-byte aligned start, so every pixel's 16 lanes are one aligned line.
-    if frame.len() < len + BLOCK {
-        frame.resize(len + BLOCK, 0.0);
-    }
-    let start = frame.as_ptr().align_offset(64).min(BLOCK);
-    let fr = &mut frame[start..start + len];
-    let [h, w] = g.i;
-    let [pt, pl] = g.p;
-    let pl = pl.min(wp);
-    let cols = w.min(wp - pl);
-    // Each row is copied in, and only what no input lands on is zeroed (the frame keeps
-    // whatever an earlier run left elsewhere).
-    for (j, dst) in fr.chunks_exact_mut(hp * wp * e).enumerate() {
-        let src = &x[j * h * w * e..][..h * w * e];
-        for (r, drow) in dst.chunks_exact_mut(wp * e).enumerate() {
-            match r.checked_sub(pt).filter(|ir| *ir < h) {
-                Some(ir) => {
-                    drow[..pl * e].fill(0.0);
-                    drow[pl * e..(pl + cols) * e].copy_from_slice(&src[ir * w * e..][..cols * e]);
-                    drow[(pl + cols) * e..].fill(0.0);
-                }
-                None => drow.fill(0.0),
-            }
-        }
-    }
-    let padded = Geo { i: reach, p: [0, 0], ..*g };
-    let r = f(fr, &padded);
-    FRAME.set(frame);
-    r
 }
 
 /// An output buffer that parallel tasks write at disjoint places through this pointer (the
@@ -425,36 +360,30 @@ const SPAN: usize = 8 * TILE;
 const TILE: usize = 12;
 
 impl BlockedConv {
-    /// Fills `y` (`[N, Mb, OH, OW, 16]`) from the unpadded-frame input `x`.
+    /// Fills `y` (`[N, Mb, OH, OW, 16]`) from the input `x`.
     fn compute(&self, g: &Geo, x: &[f32], z: Option<&[f32]>, y: &mut [f32]) -> Result<()> {
-        // A 1x1 stride-1 conv over the whole frame is one long row of pixels.
+        // A 1x1 stride-1 unpadded conv over the whole input is one long row of pixels.
         let pointwise = g.k == [1, 1] && g.s == [1, 1] && g.p == [0, 0] && g.i == g.o;
         let g = if pointwise { Geo { i: [1, g.i[0] * g.i[1]], o: [1, g.o[0] * g.o[1]], ..*g } } else { *g };
         let [ih, iw] = g.i;
         let [oh, ow] = g.o;
-        let reach = g.reach();
         let size = |v: [usize; 5]| v.iter().try_fold(1usize, |a, b| a.checked_mul(*b));
-        if size([g.n, g.cb, ih, iw, g.e]) != Some(x.len())
-            || (!self.depthwise && (g.p != [0, 0] || reach[0] > ih || reach[1] > iw))
-            || size([g.n, g.mb, oh, ow, BLOCK]) != Some(y.len())
-        {
+        if size([g.n, g.cb, ih, iw, g.e]) != Some(x.len()) || size([g.n, g.mb, oh, ow, BLOCK]) != Some(y.len()) {
             return Err(Error::invalid("NCHWc Conv buffers do not match their shapes"));
         }
-        let (e, row) = (g.e, iw * g.e);
-        let taps: Vec<usize> =
-            (0..g.k[0]).flat_map(|a| (0..g.k[1]).map(move |b| a * g.d[0] * row + b * g.d[1] * e)).collect();
+        let taps = g.k[0] * g.k[1];
         let spans = ow.div_ceil(SPAN);
         // Regular convs pair output blocks (two registers per pixel); depthwise ones do one.
         let groups = if self.depthwise { g.mb } else { g.mb.div_ceil(2) };
         let tasks = g.n * groups * oh * spans;
-        let macs = y.len() * taps.len() * if self.depthwise { 1 } else { self.cin };
+        let macs = y.len() * taps * if self.depthwise { 1 } else { self.cin };
         let out = Out(y.as_mut_ptr());
         let task = |t: usize| {
             let (rest, sp) = (t / spans, t % spans);
             let (rest, oy) = (rest / oh, rest % oh);
             let (img, grp) = (rest / groups, rest % groups);
             let (ox0, ox1) = (sp * SPAN, ((sp + 1) * SPAN).min(ow));
-            let job = Job { g: &g, x, z, taps: &taps, img, oy, ox0, ox1, out };
+            let job = Job { g: &g, x, z, img, oy, ox0, ox1, out };
             if self.depthwise { self.depthwise_span(&job, grp) } else { self.regular_span(&job, grp) }
         };
         if macs >= crate::par::MACS && tasks > 1 {
@@ -467,29 +396,64 @@ impl BlockedConv {
     }
 
     /// Output blocks `2·grp` and `2·grp + 1` (when it exists) over one span of one row.
+    /// Windows are clipped to the input as in [`BlockedConv::depthwise_span`]: kernel rows
+    /// outside it are dropped for the whole row, and pixels whose window crosses the left or
+    /// right edge get the taps inside, one pixel at a time. (Copying the input into a zeroed
+    /// frame instead cost a serial pass over every padded conv's input.)
     fn regular_span(&self, j: &Job<'_>, grp: usize) {
         let g = j.g;
+        let ([ih, iw], [kh, kw], [sh, sw], [dh, dw], [pt, pl]) = (g.i, g.k, g.s, g.d, g.p);
+        let e = g.e;
         let ob = 2 * grp;
         let nob = (g.mb - ob).min(2);
         let (w, b) = (self.w.as_slice::<f32>().unwrap_or_default(), self.bias.as_slice::<f32>().unwrap_or_default());
-        let wob = j.taps.len() * self.cin * BLOCK;
-        let plane = g.i[0] * g.i[1];
+        let tap_w = self.cin * BLOCK;
+        let wob = kh * kw * tap_w;
+        let plane = ih * iw;
+        // The image's first input plane.
+        let img = j.img * g.cb * plane * e;
+        // Kernel rows inside the input: (kernel row, offset of its input row in a plane).
+        let rows: SmallVec<[(usize, usize); 8]> = (0..kh)
+            .filter_map(|a| {
+                let iy = (j.oy * sh + a * dh).checked_sub(pt).filter(|iy| *iy < ih)?;
+                Some((a, iy * iw * e))
+            })
+            .collect();
+        // Interior taps, from a pixel's leftmost input column: (input offset, weight offset).
+        let inner: SmallVec<[(usize, usize); 64]> =
+            rows.iter().flat_map(|&(a, ro)| (0..kw).map(move |c| (ro + c * dw * e, (a * kw + c) * tap_w))).collect();
+        let (lo1, hi1) = valid_range(g.o[1], iw, sw, -(pl as isize));
+        let (lo2, hi2) = valid_range(g.o[1], iw, sw, ((kw - 1) * dw) as isize - pl as isize);
+        let (lo, hi) = if rows.is_empty() { (0, 0) } else { (lo1.max(lo2), hi1.min(hi2)) };
         // Blocked: 16 adjacent lanes per plane; NCHW: all channels in one "block", a plane apart.
-        let (lpb, lane) = if g.e == 1 { (self.cin, plane) } else { (BLOCK, 1) };
-        let ctx =
-            RegularTile { taps: j.taps, cin: self.cin, lpb, lane, blk: plane * g.e, px: g.s[1] * g.e, wob, ys: BLOCK };
+        let (lpb, lane) = if e == 1 { (self.cin, plane) } else { (BLOCK, 1) };
         for o in 0..nob {
             debug_assert!(w.len() >= (ob + o + 1) * wob && b.len() >= (ob + o + 1) * BLOCK);
         }
+        let mut edge: SmallVec<[(usize, usize); 64]> = SmallVec::new();
         let mut ox = j.ox0;
         while ox < j.ox1 {
-            let r = (j.ox1 - ox).min(TILE);
-            let x0 = j.x_at(0, ox);
+            let (taps, x0, r) = if ox >= lo && ox < hi {
+                (&inner[..], img + (ox * sw - pl) * e, (j.ox1.min(hi) - ox).min(TILE))
+            } else {
+                edge.clear();
+                for &(a, ro) in &rows {
+                    for c in 0..kw {
+                        if let Some(ix) = (ox * sw + c * dw).checked_sub(pl).filter(|ix| *ix < iw) {
+                            edge.push((ro + ix * e, (a * kw + c) * tap_w));
+                        }
+                    }
+                }
+                (&edge[..], img, 1)
+            };
+            let ctx = RegularTile { taps, cin: self.cin, lpb, lane, blk: plane * e, px: sw * e, wob, ys: BLOCK };
             let ys: [usize; 2] = std::array::from_fn(|o| j.y_at(ob + o.min(nob - 1), ox));
-            // SAFETY: `compute` checked that the frame holds every window of the output (reach ≤
-            // frame), so x0 + tap + (r − 1)·px + channel stays inside `x`; the packed weights hold
-            // Mb blocks of `wob` (built so in `new`); ys are r pixels of this task's own rows of
-            // `y` (and of `z`, which has y's shape), written by no other task.
+            // SAFETY: every tap reads an input row and column inside the image (rows and
+            // columns were checked against the input just above, and for interior pixels by
+            // `valid_range`), r interior pixels at stride sw stay interior, and the channel
+            // walk stays within the image's cb planes; the packed weights hold Mb blocks of
+            // `wob` (built so in `new`); ys are r pixels of this task's own rows of `y` (and
+            // of `z`, which has y's shape), written by no other task.
             unsafe {
                 regular_tile_dispatch(
                     &ctx,
@@ -590,7 +554,6 @@ struct Job<'a> {
     g: &'a Geo,
     x: &'a [f32],
     z: Option<&'a [f32]>,
-    pub taps: &'a [usize],
     img: usize,
     oy: usize,
     ox0: usize,
@@ -599,12 +562,6 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
-    /// Index in the frame of input block `b`'s pixel under output `(oy, ox)`'s first tap.
-    fn x_at(&self, b: usize, ox: usize) -> usize {
-        let g = self.g;
-        (((self.img * g.cb + b) * g.i[0] + self.oy * g.s[0]) * g.i[1] + ox * g.s[1]) * g.e
-    }
-
     /// Index in the output of block `b`'s pixel `(oy, ox)`.
     fn y_at(&self, b: usize, ox: usize) -> usize {
         let g = self.g;
@@ -616,17 +573,17 @@ impl Job<'_> {
 /// packed constant weights ([`crate::kernels::linalg::packed`]): rows of A are its pixels, K
 /// its channels.
 pub(crate) struct RegularTile<'a> {
-    /// Frame offsets of the taps from a pixel's first tap.
-    pub taps: &'a [usize],
+    /// The taps: (input offset from the tile's pointer, packed weight offset of the tap).
+    pub taps: &'a [(usize, usize)],
     /// Input channels.
     pub cin: usize,
     /// Input channels per block: 16, or all of them when the input is NCHW.
     pub lpb: usize,
-    /// Frame elements between neighbouring channels of a block: 1, or a plane when NCHW.
+    /// Input elements between neighbouring channels of a block: 1, or a plane when NCHW.
     pub lane: usize,
-    /// Frame elements per input block (plane × 16).
+    /// Input elements per input block (plane × 16).
     pub blk: usize,
-    /// Frame elements between neighbouring output pixels (stride × 16).
+    /// Input elements between neighbouring output pixels (stride × 16).
     pub px: usize,
     /// Packed weight elements per output block.
     pub wob: usize,
@@ -722,8 +679,9 @@ mod x86 {
     ///
     /// # Safety
     ///
-    /// The CPU has AVX-512F. For every tap offset `t`, input channel `ic` and pixel `r < R`,
-    /// `x + t + (ic / lpb)·blk + (ic % lpb)·lane + r·px` is readable; `w` holds `NOB` blocks of `wob`
+    /// The CPU has AVX-512F. For every tap `(t, tw)`, input channel `ic` and pixel `r < R`,
+    /// `x + t + (ic / lpb)·blk + (ic % lpb)·lane + r·px` is readable, and `cin·16` weights
+    /// from `w + o·wob + tw` for `o < NOB` are; `w` holds `NOB` blocks of `wob`
     /// elements (`[tap][cin][16]` each); `b` holds `16·NOB` biases; the lanes of `masks[o]`
     /// at `y[o] + r·ys` (and `z[o]`) for `r < R` are valid, those of `y[o]` written by no one
     /// else meanwhile.
@@ -745,8 +703,8 @@ mod x86 {
             let mut acc = [[_mm512_setzero_ps(); R]; NOB];
             let full = c.cin / c.lpb;
             let rest = c.cin % c.lpb;
-            for (t, &toff) in c.taps.iter().enumerate() {
-                let wt = w.add(t * c.cin * BLOCK);
+            for &(toff, woff) in c.taps {
+                let wt = w.add(woff);
                 let xt = x.add(toff);
                 // Whole blocks, then the partial one (only when there is one, so that no pointer
                 // is formed past the input). A plain counted loop: an iterator chain here was

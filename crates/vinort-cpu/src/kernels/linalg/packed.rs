@@ -77,7 +77,7 @@ impl PackedB {
         let pairs = nb.div_ceil(2);
         let spans = rows.div_ceil(ROWS);
         let out = Out(y.as_mut_ptr());
-        let ctx = RegularTile { taps: &[0], cin: k, lpb: k, lane: 1, blk: 0, px: k, wob: k * BLOCK, ys: n };
+        let ctx = RegularTile { taps: &[(0, 0)], cin: k, lpb: k, lane: 1, blk: 0, px: k, wob: k * BLOCK, ys: n };
         let task = |t: usize| {
             // The whole wrapper, not its pointer field alone (which is not Sync).
             let out = &out;
