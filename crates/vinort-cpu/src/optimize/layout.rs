@@ -1,6 +1,6 @@
 //! The layout pass: f32 2-D Convs move to the blocked NCHWc layout
 //! ([`crate::kernels::conv::nchwc`]), as ONNX Runtime's NCHWc transformer does at its
-//! highest optimization level.
+//! highest optimization level, and so does a MaxPool (values only) of a blocked Conv's output.
 //!
 //! A Conv moves when its weights (and bias) are constant, it is regular (group 1) or depthwise
 //! (one input and one output channel per group), its fused tail is at most a residual and an
@@ -37,6 +37,18 @@ pub(crate) fn nchwc(w: &mut Work<'_>) {
     let mut moves = vec![false; w.items.len()];
     for (i, m) in moves.iter_mut().enumerate() {
         let Some(it) = w.item(i) else { continue };
+        if pool_eligible(it) {
+            // A MaxPool of a blocked value stays in the layout, with the channels it reads.
+            let (Some(x), Some(y)) = (it.node.inputs[0], it.node.outputs[0]) else { continue };
+            let Some(&c) = channels.get(&x).filter(|_| blocked_out.contains(&x)) else { continue };
+            if channels.get(&y).is_some_and(|have| *have != c) {
+                continue;
+            }
+            channels.insert(y, c);
+            *m = true;
+            blocked_out.insert(y);
+            continue;
+        }
         let Some((depthwise, cin, cout)) = eligible(w, it) else { continue };
         let (Some(x), Some(y)) = (it.node.inputs[0], it.node.outputs[0]) else { continue };
         if depthwise && !blocked_out.contains(&x) {
@@ -74,6 +86,21 @@ pub(crate) fn nchwc(w: &mut Work<'_>) {
             }
         };
         let x = node.inputs[0].unwrap_or(ValueId(u32::MAX));
+        if node.is("MaxPool") {
+            let c = channels.get(&x).copied().unwrap_or(0);
+            node.inputs[0] = Some(blocked_input(w, &mut twin, &mut items, &node.name, x, c));
+            let y = node.outputs[0].unwrap_or(ValueId(u32::MAX));
+            let yb = w.new_value(ValueType::Tensor(DType::F32, None));
+            twin.insert(y, yb);
+            node.outputs = vec![Some(yb)];
+            let name = node.name.clone();
+            node.domain = DOMAIN.into();
+            items.push(Some(Item { node, epi, extra }));
+            if need_out[i] {
+                items.push(Some(reorder("ReorderOutput", &name, yb, y, c)));
+            }
+            continue;
+        }
         let depthwise = node.attr_or::<i64>("group", 1).unwrap_or(1) != 1;
         let cin = channels.get(&x).copied().unwrap_or(0);
         if !twin.contains_key(&x) && !depthwise && cin < nchwc::BLOCK {
@@ -181,4 +208,21 @@ fn eligible(w: &Work<'_>, it: &Item) -> Option<(bool, usize, usize)> {
         g if cg == 1 && usize::try_from(g).ok() == Some(m) && c.is_none_or(|c| c == m) => Some((true, m, m)),
         _ => None,
     }
+}
+
+/// A MaxPool the blocked kernel takes (once its input is known to be blocked): values only,
+/// nothing fused, 2-D, every window reaching the input (pads below the dilated kernel).
+fn pool_eligible(it: &Item) -> bool {
+    let n = &it.node;
+    if !n.is("MaxPool") || !(n.domain.is_empty() || n.domain == "ai.onnx") || !n.implicit_inputs.is_empty() {
+        return false;
+    }
+    if !it.epi.is_empty() || !it.extra.is_empty() || n.outputs.iter().skip(1).any(Option::is_some) {
+        return false;
+    }
+    let Ok(attrs) = crate::kernels::window::WindowAttrs::parse(n) else { return false };
+    let Some(&[kh, kw]) = attrs.kernel.as_deref() else { return false };
+    let Ok(win) = attrs.resolve(&[kh, kw]) else { return false };
+    let extent = |a: usize| (win.kernel[a].checked_sub(1)?).checked_mul(win.dilations[a])?.checked_add(1);
+    (0..2).all(|a| extent(a).is_some_and(|e| win.pads[a] < e && win.pads[a + 2] < e))
 }

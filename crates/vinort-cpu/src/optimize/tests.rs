@@ -479,6 +479,70 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ts::config(48))]
+
+    /// A MaxPool of a blocked Conv's output (any kernel, stride, dilation, pads within the
+    /// kernel, ceil mode) stays blocked and feeds the next Conv blocked: the values equal the
+    /// NCHW graph's (the pool is exact; the convs round their sums in another order), for its
+    /// own output read outside too, and the plan has one blocked MaxPool.
+    #[test]
+    fn nchwc_max_pool_matches_nchw(seed in any::<u64>(), n in 1usize..3, c in 1usize..20, m in 1usize..36,
+                                   h in 1usize..12, wd in 1usize..12, k in proptest::array::uniform2(1usize..4),
+                                   s in proptest::array::uniform2(1usize..3), d in proptest::array::uniform2(1usize..3),
+                                   pads in proptest::array::uniform4(0usize..3), ceil in any::<bool>()) {
+        prop_assume!(crate::kernels::conv::nchwc::available());
+        let mut rng = StdRng::seed_from_u64(seed);
+        let ext = [0, 1].map(|a| d[a] * (k[a] - 1) + 1);
+        // Pads below the dilated kernel, so every window reaches the input.
+        let pads: Vec<i64> = (0..4).map(|i| pads[i].min(ext[i % 2] - 1) as i64).collect();
+        prop_assume!(h + pads[0] as usize + pads[2] as usize >= ext[0] && wd + pads[1] as usize + pads[3] as usize >= ext[1]);
+        let i64s = |v: &[usize]| v.iter().map(|x| *x as i64).collect::<Vec<_>>();
+        let conv1 = onnx::NodeProto {
+            attribute: vec![attr::ints("pads", &[1, 1, 1, 1])],
+            ..node("Conv", "c1", &["x", "w1", "b1"], &["a"])
+        };
+        let pool = onnx::NodeProto {
+            attribute: vec![
+                attr::ints("kernel_shape", &i64s(&k)),
+                attr::ints("strides", &i64s(&s)),
+                attr::ints("dilations", &i64s(&d)),
+                attr::ints("pads", &pads),
+                attr::int("ceil_mode", i64::from(ceil)),
+            ],
+            ..node("MaxPool", "mp", &["r"], &["p"])
+        };
+        let nodes = vec![conv1, node("Relu", "act", &["a"], &["r"]), pool, node("Conv", "c2", &["p", "w2", "b2"], &["y"])];
+        let inits = [
+            ("w1", random(&mut rng, &[m, c, 3, 3], 1.0)),
+            ("b1", random(&mut rng, &[m], 0.5)),
+            ("w2", random(&mut rng, &[m, m, 1, 1], 1.0)),
+            ("b2", random(&mut rng, &[m], 0.5)),
+        ];
+        let xs = [n, c, h, wd];
+        let g = onnx::GraphProto {
+            name: Some("g".into()),
+            node: nodes,
+            input: vec![fixed_tensor_info("x", F32, &i64s(&xs))],
+            output: vec![build::tensor_info("y", F32, []), build::tensor_info("p", F32, [])],
+            initializer: inits.iter().map(|(n, t)| tensor_to_proto(n, t)).collect(),
+            ..Default::default()
+        };
+        let md = Model::from_bytes(build::model(9, &[("", 20)], g).encode_to_vec()).unwrap_or_else(|e| panic!("{e}"));
+        let x = random(&mut rng, &xs, 2.0);
+        let (off, on, _, _) = both_at(&md, std::slice::from_ref(&x), OptLevel::All);
+        for (o, f) in on.iter().zip(&off) {
+            prop_assert_eq!(o.shape(), f.shape());
+            ts::assert_close(&f32s(o), &f32s(f), 1e-4, 1e-4, "NCHWc MaxPool");
+        }
+        let g = &md.graph;
+        let plan = compile_nodes(g, g.topo_order(), g.inputs(), g.outputs(), OptLevel::All).unwrap_or_else(|e| panic!("{e}"));
+        let ops: Vec<&str> = plan.steps().map(|s| s.op()).collect();
+        prop_assert_eq!(ops.iter().filter(|o| **o == "vinort.nchwc::MaxPool").count(), 1, "{:?}", ops);
+        prop_assert!(!ops.contains(&"MaxPool"), "{:?}", ops);
+    }
+}
+
 /// Geometries a proptest rarely draws, from a review of the NCHWc kernels: a stride larger than
 /// the kernel, a pad wider than the kernel (stays NCHW), and a conv whose weights expect more
 /// channels than its blocked input has (stays NCHW, and fails there by name).

@@ -39,7 +39,8 @@ use smallvec::SmallVec;
 /// Channels per block: one AVX-512 register of f32.
 pub(crate) const BLOCK: usize = 16;
 
-/// The domain of the layout's private ops (`ReorderInput`, `ReorderOutput`, `Conv`).
+/// The domain of the layout's private ops (`ReorderInput`, `ReorderOutput`, `Conv`,
+/// `MaxPool`).
 pub(crate) const DOMAIN: &str = "vinort.nchwc";
 
 /// True when this CPU runs the NCHWc kernels (AVX-512F).
@@ -69,6 +70,7 @@ pub(crate) fn factory(info: &NodeInfo<'_>, epi: Epilogue) -> Result<Box<dyn Kern
         "ReorderInput" => Ok(Box::new(ReorderInput { channels: channels(node)? })),
         "ReorderOutput" => Ok(Box::new(ReorderOutput { channels: channels(node)? })),
         "Conv" => Ok(Box::new(BlockedConv::new(info, epi)?)),
+        "MaxPool" if epi.is_empty() => Ok(Box::new(crate::kernels::pool::blocked::BlockedMaxPool::new(info)?)),
         other => Err(Error::unsupported(format!("{DOMAIN}::{other}"))),
     }
 }
@@ -80,7 +82,10 @@ fn channels(node: &vinort_ir::Node) -> Result<usize> {
 }
 
 /// The f32 elements of input `i`, aligned.
-fn input_f32<'a>(inputs: &[Option<&'a Value>], i: usize) -> Result<(std::borrow::Cow<'a, Tensor>, Vec<usize>)> {
+pub(crate) fn input_f32<'a>(
+    inputs: &[Option<&'a Value>],
+    i: usize,
+) -> Result<(std::borrow::Cow<'a, Tensor>, Vec<usize>)> {
     let t = tensor_in(inputs, i)?;
     if t.dtype() != DType::F32 {
         return Err(Error::invalid(format!("NCHWc kernels take f32, got {}", t.dtype())));
