@@ -241,6 +241,16 @@ fn max_plane_2d<T: MaxElem>(
     idx: Option<(&mut [i64], usize, Option<usize>)>,
 ) {
     let ow = cols.len();
+    let halves = |runs: &[(usize, usize)]| runs.iter().enumerate().all(|(o, &(a, b))| a == 2 * o && b == a + 2);
+    if halves(rows) && halves(cols) && idx.as_ref().is_none_or(|(_, _, cm)| cm.is_none()) {
+        let idx = idx.map(|(ip, base, _)| (ip, base));
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU running this code has AVX-512F (checked just above).
+            return unsafe { max_plane_2x2_avx512(xp, width, ow, yp, idx) };
+        }
+        return max_plane_2x2(xp, width, ow, yp, idx);
+    }
     match idx {
         None => {
             for (yr, &(r0, r1)) in yp.chunks_exact_mut(ow).zip(rows) {
@@ -279,6 +289,59 @@ fn max_plane_2d<T: MaxElem>(
                         (Some((r, c)), None) => (base + r * width + c) as i64,
                         (Some((r, c)), Some(height)) => (base + r + c * height) as i64,
                     };
+                }
+            }
+        }
+    }
+}
+
+/// [`max_plane_2x2`] compiled for AVX-512.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn max_plane_2x2_avx512<T: MaxElem>(xp: &[T], width: usize, ow: usize, yp: &mut [T], idx: Option<(&mut [i64], usize)>) {
+    max_plane_2x2(xp, width, ow, yp, idx)
+}
+
+/// [`max_plane_2d`] for the common 2x2 window at stride 2 (unpadded, undilated): each output is
+/// its four inputs compared in the walk's order (a, b on the upper row, then c, d), the first
+/// maximum kept, as straight-line selects the compiler vectorizes (the general walk's loops
+/// over runs of two did one element at a time).
+#[inline(always)]
+fn max_plane_2x2<T: MaxElem>(xp: &[T], width: usize, ow: usize, yp: &mut [T], idx: Option<(&mut [i64], usize)>) {
+    if ow == 0 {
+        return;
+    }
+    let pick = |ra: &[T], rb: &[T], ox: usize| {
+        let (a, b, c, d) = (ra[2 * ox], ra[2 * ox + 1], rb[2 * ox], rb[2 * ox + 1]);
+        let (mut best, mut at) = (a, 0);
+        if b > best {
+            (best, at) = (b, 1);
+        }
+        if c > best {
+            (best, at) = (c, width);
+        }
+        if d > best {
+            (best, at) = (d, width + 1);
+        }
+        (best, at)
+    };
+    match idx {
+        None => {
+            for (oy, yr) in yp.chunks_exact_mut(ow).enumerate() {
+                let (ra, rb) = (&xp[2 * oy * width..][..width], &xp[(2 * oy + 1) * width..][..width]);
+                for (ox, y) in yr.iter_mut().enumerate() {
+                    *y = pick(ra, rb, ox).0;
+                }
+            }
+        }
+        Some((ip, base)) => {
+            for (oy, (yr, ir)) in yp.chunks_exact_mut(ow).zip(ip.chunks_exact_mut(ow)).enumerate() {
+                let (ra, rb) = (&xp[2 * oy * width..][..width], &xp[(2 * oy + 1) * width..][..width]);
+                let row0 = base + 2 * oy * width;
+                for (ox, (y, i)) in yr.iter_mut().zip(ir.iter_mut()).enumerate() {
+                    let (best, at) = pick(ra, rb, ox);
+                    *y = best;
+                    *i = (row0 + 2 * ox + at) as i64;
                 }
             }
         }

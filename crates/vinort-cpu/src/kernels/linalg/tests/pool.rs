@@ -329,6 +329,44 @@ fn empty_spatial_input_with_padding() {
     assert_eq!(got.shape(), [1, 2, 0]);
 }
 
+proptest! {
+    #![proptest_config(config(64))]
+
+    /// The 2x2 window at stride 2 (SegNet's and U-Net's pools, with their Indices) takes a
+    /// straight-line path: against the definition with ties (small integers) so the first
+    /// maximum must win, odd extents (and ceil mode, whose last partial window takes the
+    /// general walk), both storage orders, f32 and f64.
+    #[test]
+    fn maxpool_2x2_stride_2_matches_definition(
+        h in 1usize..12, w in 1usize..12, n in 1usize..3, c in 1usize..4, ceil in any::<bool>(),
+        column_major in any::<bool>(), f64_ty in any::<bool>(), seed in any::<u64>(),
+    ) {
+        let mut rng = rng(seed);
+        let win = Window {
+            input: vec![h, w],
+            kernel: vec![2, 2],
+            strides: vec![2, 2],
+            dilations: vec![1, 1],
+            pads: vec![0; 4],
+            auto_pad: auto_pad_name(0),
+        };
+        let cs = Case { n, c, win, ceil };
+        let dtype = if f64_ty { DType::F64 } else { DType::F32 };
+        let x: Vec<f64> = (0..cs.x_shape().iter().product::<usize>()).map(|_| rng.random_range(-3i32..3) as f64).collect();
+        let mut attrs = cs.attrs();
+        attrs.push(int("storage_order", i64::from(column_major)));
+        let got = run_node(&node("MaxPool", 12, 1, 2, attrs), &[Some(tensor(dtype, &cs.x_shape(), &x))], &[]);
+        match pool_ref(&cs, Op::Max { column_major }, &x) {
+            Some((shape, want, ind)) => {
+                let got = got.unwrap();
+                assert_close(&got[0], &shape, &want, 0.0);
+                prop_assert_eq!(got[1].to_vec::<i64>().unwrap(), ind);
+            }
+            None => prop_assert!(got.is_err()),
+        }
+    }
+}
+
 /// MaxUnpool: hand-worked scatters. Two planes of a 1x2 pooled output, kernel 2, stride 2,
 /// so each output plane is 1x4 and the flat output has 8 positions.
 #[test]
