@@ -195,7 +195,8 @@ impl CompiledPartition for CpuPartition {
     /// difference being context switches). One plan per pool at most: a worker waiting inside a
     /// parallel loop may pick up an injected job, and were whole plans of many callers
     /// injected, one could nest inside another without bound. Callers arriving while a plan is
-    /// hosted run their plans themselves, kernel by kernel handed to the pool as before.
+    /// hosted run their plans themselves, kernel by kernel handed to the pool as before (a
+    /// worker of another pool hands its whole plan to the partition's own pool instead).
     fn run(&self, inputs: &[&Value], ctx: &RunContext) -> Result<Vec<Value>> {
         let run = || self.plan.run(inputs, ctx);
         let on_worker = match &self.pool {
@@ -210,6 +211,9 @@ impl CompiledPartition for CpuPartition {
         match (Host::claim(hosting), &self.pool) {
             (Some(_host), Some(p)) => p.threads.install(run),
             (Some(_host), None) => rayon::scope(|_| run()),
+            // A worker of another pool would steal its pool's jobs while each kernel waits in
+            // `p`, and they would see this thread's kernel pool: it hands the plan over whole.
+            (None, Some(p)) if rayon::current_thread_index().is_some() => p.threads.install(run),
             (None, Some(p)) => {
                 let _kernels = KernelPool::set(p);
                 run()
