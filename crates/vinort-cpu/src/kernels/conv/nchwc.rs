@@ -407,7 +407,7 @@ impl BlockedConv {
     /// frame instead cost a serial pass over every padded conv's input.)
     fn regular_span(&self, j: &Job<'_>, grp: usize) {
         let g = j.g;
-        let ([ih, iw], [kh, kw], [sh, sw], [dh, dw], [pt, pl]) = (g.i, g.k, g.s, g.d, g.p);
+        let ([ih, iw], [kh, kw], sw) = (g.i, g.k, g.s[1]);
         let e = g.e;
         let ob = 2 * grp;
         let nob = (g.mb - ob).min(2);
@@ -417,40 +417,16 @@ impl BlockedConv {
         let plane = ih * iw;
         // The image's first input plane.
         let img = j.img * g.cb * plane * e;
-        // Kernel rows inside the input: (kernel row, offset of its input row in a plane).
-        let rows: SmallVec<[(usize, usize); 8]> = (0..kh)
-            .filter_map(|a| {
-                let iy = (j.oy * sh + a * dh).checked_sub(pt).filter(|iy| *iy < ih)?;
-                Some((a, iy * iw * e))
-            })
-            .collect();
-        // Interior taps, from a pixel's leftmost input column: (input offset, weight offset).
-        let inner: SmallVec<[(usize, usize); 64]> =
-            rows.iter().flat_map(|&(a, ro)| (0..kw).map(move |c| (ro + c * dw * e, (a * kw + c) * tap_w))).collect();
-        let (lo1, hi1) = valid_range(g.o[1], iw, sw, -(pl as isize));
-        let (lo2, hi2) = valid_range(g.o[1], iw, sw, ((kw - 1) * dw) as isize - pl as isize);
-        let (lo, hi) = if rows.is_empty() { (0, 0) } else { (lo1.max(lo2), hi1.min(hi2)) };
+        let win = RowWindows::new(g, j.oy, tap_w);
         // Blocked: 16 adjacent lanes per plane; NCHW: all channels in one "block", a plane apart.
         let (lpb, lane) = if e == 1 { (self.cin, plane) } else { (BLOCK, 1) };
         for o in 0..nob {
             debug_assert!(w.len() >= (ob + o + 1) * wob && b.len() >= (ob + o + 1) * BLOCK);
         }
-        let mut edge: SmallVec<[(usize, usize); 64]> = SmallVec::new();
+        let mut edge = SmallVec::new();
         let mut ox = j.ox0;
         while ox < j.ox1 {
-            let (taps, x0, r) = if ox >= lo && ox < hi {
-                (&inner[..], img + (ox * sw - pl) * e, (j.ox1.min(hi) - ox).min(TILE))
-            } else {
-                edge.clear();
-                for &(a, ro) in &rows {
-                    for c in 0..kw {
-                        if let Some(ix) = (ox * sw + c * dw).checked_sub(pl).filter(|ix| *ix < iw) {
-                            edge.push((ro + ix * e, (a * kw + c) * tap_w));
-                        }
-                    }
-                }
-                (&edge[..], img, 1)
-            };
+            let (taps, x0, r) = win.at(ox, j.ox1, img, &mut edge);
             let ctx = RegularTile { taps, cin: self.cin, lpb, lane, blk: plane * e, px: sw * e, wob, ys: BLOCK };
             let ys: [usize; 2] = std::array::from_fn(|o| j.y_at(ob + o.min(nob - 1), ox));
             // SAFETY: every tap reads an input row and column inside the image (rows and
@@ -489,44 +465,17 @@ impl BlockedConv {
     /// the left or right edge get the taps inside, one pixel at a time.
     fn depthwise_span(&self, j: &Job<'_>, cb: usize) {
         let g = j.g;
-        let ([ih, iw], [kh, kw], [sh, sw], [dh, dw], [pt, pl]) = (g.i, g.k, g.s, g.d, g.p);
+        let ([ih, iw], [kh, kw], sw) = (g.i, g.k, g.s[1]);
         let (w, b) = (self.w.as_slice::<f32>().unwrap_or_default(), self.bias.as_slice::<f32>().unwrap_or_default());
         debug_assert!(w.len() >= (cb + 1) * kh * kw * BLOCK && b.len() >= (cb + 1) * BLOCK);
         let plane = (j.img * g.cb + cb) * ih * iw * BLOCK;
-        // Kernel rows inside the input: (kernel row, offset of its input row in the plane).
-        let rows: SmallVec<[(usize, usize); 8]> = (0..kh)
-            .filter_map(|a| {
-                let iy = (j.oy * sh + a * dh).checked_sub(pt).filter(|iy| *iy < ih)?;
-                Some((a, iy * iw * BLOCK))
-            })
-            .collect();
-        // Interior taps, from a pixel's leftmost input column: (input offset, weight offset).
-        let inner: SmallVec<[(usize, usize); 64]> = rows
-            .iter()
-            .flat_map(|&(a, ro)| (0..kw).map(move |c| (ro + c * dw * BLOCK, (a * kw + c) * BLOCK)))
-            .collect();
-        let (lo1, hi1) = valid_range(g.o[1], iw, sw, -(pl as isize));
-        let (lo2, hi2) = valid_range(g.o[1], iw, sw, ((kw - 1) * dw) as isize - pl as isize);
-        // No interior without a kernel row inside the input (an empty input with padding).
-        let (lo, hi) = if rows.is_empty() { (0, 0) } else { (lo1.max(lo2), hi1.min(hi2)) };
+        let win = RowWindows::new(g, j.oy, BLOCK);
         let wb = cb * kh * kw * BLOCK;
-        let mut edge: SmallVec<[(usize, usize); 64]> = SmallVec::new();
+        let mut edge = SmallVec::new();
         let mut ox = j.ox0;
         while ox < j.ox1 {
             let y0 = j.y_at(cb, ox);
-            let (taps, x0, r) = if ox >= lo && ox < hi {
-                (&inner[..], plane + (ox * sw - pl) * BLOCK, (j.ox1.min(hi) - ox).min(TILE))
-            } else {
-                edge.clear();
-                for &(a, ro) in &rows {
-                    for c in 0..kw {
-                        if let Some(ix) = (ox * sw + c * dw).checked_sub(pl).filter(|ix| *ix < iw) {
-                            edge.push((ro + ix * BLOCK, (a * kw + c) * BLOCK));
-                        }
-                    }
-                }
-                (&edge[..], plane, 1)
-            };
+            let (taps, x0, r) = win.at(ox, j.ox1, plane, &mut edge);
             // SAFETY: every tap reads 16 lanes of an input row and column inside the plane of
             // block cb (rows and columns were checked against the input just above, and for
             // interior pixels by `valid_range`), r pixels at stride sw·16 stay interior; the
@@ -551,6 +500,67 @@ impl BlockedConv {
             let s = unsafe { std::slice::from_raw_parts_mut(j.out.0.add(i), (j.ox1 - j.ox0) * BLOCK) };
             act.apply(s);
         }
+    }
+}
+
+/// The windows of one output row clipped to the input, shared by both convs' spans: kernel
+/// rows outside the input are dropped for the whole row, and a pixel whose window crosses the
+/// left or right edge gets the taps inside it. Taps are (input offset, packed weight offset),
+/// the weights `tap_w` elements per tap.
+struct RowWindows<'a> {
+    g: &'a Geo,
+    tap_w: usize,
+    /// Kernel rows inside the input: (kernel row, offset of its input row in a plane).
+    rows: SmallVec<[(usize, usize); 8]>,
+    /// Interior taps, from a pixel's leftmost input column.
+    inner: SmallVec<[(usize, usize); 64]>,
+    /// The interior pixels, whose whole window row lies inside the input.
+    lo: usize,
+    hi: usize,
+}
+
+impl<'a> RowWindows<'a> {
+    fn new(g: &'a Geo, oy: usize, tap_w: usize) -> RowWindows<'a> {
+        let ([ih, iw], [kh, kw], [sh, sw], [dh, dw], [pt, pl], e) = (g.i, g.k, g.s, g.d, g.p, g.e);
+        let rows: SmallVec<[(usize, usize); 8]> = (0..kh)
+            .filter_map(|a| {
+                let iy = (oy * sh + a * dh).checked_sub(pt).filter(|iy| *iy < ih)?;
+                Some((a, iy * iw * e))
+            })
+            .collect();
+        let inner =
+            rows.iter().flat_map(|&(a, ro)| (0..kw).map(move |c| (ro + c * dw * e, (a * kw + c) * tap_w))).collect();
+        let (lo1, hi1) = valid_range(g.o[1], iw, sw, -(pl as isize));
+        let (lo2, hi2) = valid_range(g.o[1], iw, sw, ((kw - 1) * dw) as isize - pl as isize);
+        // No interior without a kernel row inside the input (an empty input with padding).
+        let (lo, hi) = if rows.is_empty() { (0, 0) } else { (lo1.max(lo2), hi1.min(hi2)) };
+        RowWindows { g, tap_w, rows, inner, lo, hi }
+    }
+
+    /// The tile starting at pixel `ox` (of a span ending at `end`) over a plane starting at
+    /// `base`: its taps, the input index they are offsets from, and its width — up to
+    /// [`TILE`] interior pixels, or one edge pixel with its taps built in `edge`.
+    fn at<'s>(
+        &'s self,
+        ox: usize,
+        end: usize,
+        base: usize,
+        edge: &'s mut SmallVec<[(usize, usize); 64]>,
+    ) -> (&'s [(usize, usize)], usize, usize) {
+        let g = self.g;
+        let ([_, iw], [_, kw], [_, sw], [_, dw], [_, pl], e) = (g.i, g.k, g.s, g.d, g.p, g.e);
+        if ox >= self.lo && ox < self.hi {
+            return (&self.inner[..], base + (ox * sw - pl) * e, (end.min(self.hi) - ox).min(TILE));
+        }
+        edge.clear();
+        for &(a, ro) in &self.rows {
+            for c in 0..kw {
+                if let Some(ix) = (ox * sw + c * dw).checked_sub(pl).filter(|ix| *ix < iw) {
+                    edge.push((ro + ix * e, (a * kw + c) * self.tap_w));
+                }
+            }
+        }
+        (&edge[..], base, 1)
     }
 }
 
