@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::ops::RangeInclusive;
+use vinort_ir::Values;
 
 use vinort_ir::{Error, Node, Result, RunContext, Tensor, Value, ValueType};
 
@@ -9,7 +10,7 @@ use vinort_ir::{Error, Node, Result, RunContext, Tensor, Value, ValueType};
 pub trait Kernel: Send + Sync {
     /// Computes the outputs from the inputs (`None` for omitted optional inputs). Inputs are
     /// the node's inputs followed by its implicit (outer-scope) inputs.
-    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>>;
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Values>;
 }
 
 /// What a kernel factory knows about its node at compile time.
@@ -140,9 +141,9 @@ pub struct FnKernel<F>(pub F);
 
 impl<F> Kernel for FnKernel<F>
 where
-    F: Fn(&[Option<&Value>]) -> Result<Vec<Value>> + Send + Sync,
+    F: Fn(&[Option<&Value>]) -> Result<Values> + Send + Sync,
 {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         (self.0)(inputs)
     }
 }

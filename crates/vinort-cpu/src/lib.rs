@@ -16,6 +16,7 @@ pub mod kernels;
 pub(crate) mod numeric;
 pub mod optimize;
 pub(crate) mod par;
+pub(crate) mod per_shape;
 pub mod provider;
 pub(crate) mod qgemm;
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
+use vinort_ir::Values;
 
 use vinort_ir::exec::{Plan, PlanBuilder, Step};
 use vinort_ir::{
@@ -108,7 +109,7 @@ impl KernelStep {
 }
 
 impl Step for KernelStep {
-    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Values> {
         // Errors that already name their node (a kernel's own, or one from inside a
         // control-flow body) pass through; anything else gets this node attached, whole.
         let pool = KERNEL_POOL.with_borrow(Clone::clone);

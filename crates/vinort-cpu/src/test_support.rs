@@ -13,7 +13,9 @@ use proptest::prelude::ProptestConfig;
 use vinort_ir::proto::onnx::{OptionalProto, SequenceProto, TensorProto};
 use vinort_ir::proto::prost::Message;
 use vinort_ir::tensor_proto::{ExternalData, tensor_from_proto};
-use vinort_ir::{Attr, DType, Elem, Error, Node, Result, RunContext, Sequence, Tensor, Value, ValueId, ValueType};
+use vinort_ir::{
+    Attr, DType, Elem, Error, Node, Result, RunContext, Sequence, Tensor, Value, ValueId, ValueType, Values,
+};
 
 use crate::kernel::{NodeInfo, Registry};
 
@@ -107,7 +109,7 @@ pub(crate) fn run_values(
     inputs: &[Option<Value>],
     known: Known<'_>,
     outputs: Vec<ValueType>,
-) -> Result<Vec<Value>> {
+) -> Result<Values> {
     let factory = registry().find(node).map_err(Error::unsupported)?;
     let input_type = |v: &Option<Value>| match (v, known) {
         (Some(Value::Tensor(t)), Known::Types | Known::TypesAndConsts(_)) => ValueType::tensor(t.dtype(), t.shape()),
@@ -135,7 +137,7 @@ pub(crate) fn run_op(
     attrs: Vec<(&str, Attr)>,
     inputs: &[Option<Value>],
     n_out: usize,
-) -> Result<Vec<Value>> {
+) -> Result<Values> {
     let present: Vec<bool> = inputs.iter().map(Option::is_some).collect();
     let n = op(op_type, opset).input_mask(&present).outputs(n_out).attrs(attrs).build();
     run_values(&n, inputs, Known::Nothing, vec![ValueType::Unknown; n_out])

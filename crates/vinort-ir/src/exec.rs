@@ -10,12 +10,12 @@ use std::hash::Hash;
 
 use crate::error::{Error, Result};
 use crate::provider::RunContext;
-use crate::value::Value;
+use crate::value::{Value, Values};
 
 /// One runnable step (a kernel, a compiled partition...).
 pub trait Step: Send + Sync {
     /// Runs on the inputs (`None` for omitted optional inputs), returning one value per output.
-    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>>;
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Values>;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,7 +181,7 @@ impl<S> Plan<S> {
         &self,
         inputs: &[&Value],
         ctx: &RunContext,
-        mut run: impl FnMut(&S, &[Option<&Value>], &RunContext) -> Result<Vec<Value>>,
+        mut run: impl FnMut(&S, &[Option<&Value>], &RunContext) -> Result<Values>,
     ) -> Result<Vec<Value>> {
         if inputs.len() != self.inputs.len() {
             return Err(Error::invalid(format!("plan expects {} inputs, got {}", self.inputs.len(), inputs.len())));
@@ -193,7 +193,8 @@ impl<S> Plan<S> {
         }
         for st in &self.steps {
             let produced = {
-                let mut args: smallvec::SmallVec<[Option<&Value>; 8]> = smallvec::SmallVec::new();
+                // Inline up to 16 inputs (QLinearConv takes 9, fused kernels a few more).
+                let mut args: smallvec::SmallVec<[Option<&Value>; 16]> = smallvec::SmallVec::new();
                 for src in &st.inputs {
                     args.push(match src {
                         None => None,
@@ -247,10 +248,10 @@ mod tests {
 
     struct AddOne(&'static AtomicUsize);
     impl Step for AddOne {
-        fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+        fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
             self.0.fetch_add(1, Ordering::Relaxed);
             let x = inputs[0].ok_or_else(|| Error::invalid("missing"))?.as_tensor()?.as_slice::<f32>()?.to_vec();
-            Ok(vec![Tensor::from_vec(&[x.len()], x.iter().map(|v| v + 1.0).collect())?.into()])
+            Ok(smallvec::smallvec![Tensor::from_vec(&[x.len()], x.iter().map(|v| v + 1.0).collect())?.into()])
         }
     }
 

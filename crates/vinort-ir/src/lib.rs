@@ -40,5 +40,5 @@ pub use load::{Metadata, Model};
 pub use petgraph::graph::NodeIndex;
 pub use provider::{Capability, CompiledPartition, ExecutionProvider, PartitionDef, RunContext, WholeModel};
 pub use tensor::{Origin, Shape, Tensor};
-pub use value::{Dim, Sequence, Value, ValueType};
+pub use value::{Dim, Sequence, Value, ValueType, Values};
 pub use vinort_proto as proto;

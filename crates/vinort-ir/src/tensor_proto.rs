@@ -264,12 +264,12 @@ fn typed_fields(t: &TensorProto, dtype: DType, shape: &[usize]) -> Result<Tensor
         Complex64 => {
             check(&t.float_data, 2 * n, "float_data (complex pairs)")?;
             let b = Tensor::from_slice(&[2 * n], &t.float_data)?;
-            Tensor::from_shared_bytes(Complex64, shape, b.shared_bytes().cloned().unwrap_or_default())
+            Tensor::from_shared_bytes(Complex64, shape, b.shared_bytes().unwrap_or_default())
         }
         Complex128 => {
             check(&t.double_data, 2 * n, "double_data (complex pairs)")?;
             let b = Tensor::from_slice(&[2 * n], &t.double_data)?;
-            Tensor::from_shared_bytes(Complex128, shape, b.shared_bytes().cloned().unwrap_or_default())
+            Tensor::from_shared_bytes(Complex128, shape, b.shared_bytes().unwrap_or_default())
         }
         String => unreachable!("strings are handled by the caller"),
     }
@@ -300,7 +300,7 @@ pub fn tensor_to_proto(name: &str, t: &Tensor) -> TensorProto {
         }
         p.raw_data = Some(Bytes::from(out));
     } else {
-        p.raw_data = Some(t.shared_bytes().cloned().unwrap_or_default());
+        p.raw_data = Some(t.shared_bytes().unwrap_or_default());
     }
     p
 }

@@ -4,6 +4,10 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
+/// The values one step (a kernel, a partition) produces: inline up to three, so the common
+/// one-output kernel returns its result without a heap allocation.
+pub type Values = smallvec::SmallVec<[Value; 3]>;
+
 /// A value flowing along a graph edge.
 #[derive(Clone, Debug)]
 pub enum Value {

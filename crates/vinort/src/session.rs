@@ -216,12 +216,13 @@ impl IoInfo {
 struct PartitionStep(Box<dyn CompiledPartition>);
 
 impl Step for PartitionStep {
-    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> vinort_ir::Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> vinort_ir::Result<vinort_ir::Values> {
         let ins: smallvec::SmallVec<[&Value; 8]> = inputs
             .iter()
             .map(|v| v.ok_or_else(|| vinort_ir::Error::invalid("partition input missing")))
             .collect::<vinort_ir::Result<_>>()?;
-        self.0.run(&ins, ctx)
+        // A partition's outputs arrive as a Vec: kept on the heap as they are, no copy.
+        self.0.run(&ins, ctx).map(vinort_ir::Values::from_vec)
     }
 }
 

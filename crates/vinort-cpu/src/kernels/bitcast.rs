@@ -29,6 +29,6 @@ fn bitcast_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
             return Err(Error::invalid(format!("BitCast from {} to {to}: bit widths differ", x.dtype())));
         }
         let y = Tensor::build_raw(to, x.shape(), |b| b.copy_from_slice(x.as_bytes()))?;
-        Ok(vec![Value::from(y)])
+        Ok(smallvec::smallvec![Value::from(y)])
     })))
 }

@@ -7,6 +7,7 @@
 //! outer-scope values the node receives as implicit inputs.
 
 use std::sync::Arc;
+use vinort_ir::Values;
 
 use vinort_ir::{Attr, DType, Error, Graph, Result, RunContext, Value};
 
@@ -45,7 +46,7 @@ fn if_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for If {
-    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Values> {
         let cond = tensor_in(inputs, 0)?;
         let c = match cond.as_slice::<bool>()? {
             [c] => *c,
@@ -68,7 +69,7 @@ impl Kernel for If {
                     .ok_or_else(|| Error::invalid(format!("outer value '{name}' missing")))?,
             );
         }
-        branch.run(&args, ctx)
+        branch.run(&args, ctx).map(Values::from_vec)
     }
 }
 
@@ -125,7 +126,7 @@ impl Body {
     }
 
     /// Runs with formal inputs; `outer` are the node's implicit inputs.
-    pub(crate) fn run(&self, formal: &[&Value], outer: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
+    pub(crate) fn run(&self, formal: &[&Value], outer: &[Option<&Value>], ctx: &RunContext) -> Result<Values> {
         if formal.len() != self.plan.num_inputs {
             return Err(Error::invalid(format!(
                 "the body takes {} inputs, {} given",
@@ -148,6 +149,6 @@ impl Body {
         if out.len() != self.plan.num_outputs {
             return Err(Error::invalid("the body returned a wrong number of outputs"));
         }
-        Ok(out)
+        Ok(out.into())
     }
 }

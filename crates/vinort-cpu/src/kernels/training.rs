@@ -6,6 +6,7 @@
 //! Inputs are the learning rate `R`, the update count `T`, then `n` tensors of each group
 //! (`X`, `G`, then the optimizer's state tensors); outputs are the new `X` and state groups.
 
+use vinort_ir::Values;
 use vinort_ir::{Error, Node, Result, RunContext, Tensor, Value};
 
 use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
@@ -90,7 +91,7 @@ fn scalar_f64(t: &Tensor) -> Result<f64> {
 }
 
 impl Kernel for Optimizer {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let g = self.rule.group();
         if inputs.len() < 2 || !(inputs.len() - 2).is_multiple_of(g) {
             return Err(Error::invalid(format!("{} inputs do not form R, T and groups of {g}", inputs.len())));

@@ -132,11 +132,11 @@ pub struct Window {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Geometry {
     /// Output size per spatial axis.
-    pub out: Vec<usize>,
+    pub out: crate::Shape,
     /// Padding before the first element per axis.
-    pub pad_begin: Vec<usize>,
+    pub pad_begin: crate::Shape,
     /// Padding after the last element per axis.
-    pub pad_end: Vec<usize>,
+    pub pad_end: crate::Shape,
 }
 
 impl Window {
@@ -186,7 +186,8 @@ impl Window {
     /// [`Window::axis`] for every spatial axis of `input` (the spatial extents only).
     pub fn geometry(&self, input: &[usize]) -> Result<Geometry> {
         let r = self.kernel.len();
-        let mut g = Geometry { out: vec![0; r], pad_begin: vec![0; r], pad_end: vec![0; r] };
+        let zeros = || smallvec::smallvec![0; r];
+        let mut g = Geometry { out: zeros(), pad_begin: zeros(), pad_end: zeros() };
         for (i, &len) in input.iter().enumerate().take(r) {
             (g.out[i], g.pad_begin[i], g.pad_end[i]) = self.axis(i, len)?;
         }

@@ -3,6 +3,7 @@
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 use crate::dtype::Elem;
 
@@ -21,19 +22,12 @@ unsafe impl Sync for AlignedBuf {}
 pub const ALIGN: usize = 64;
 
 impl AlignedBuf {
-    /// A zeroed buffer of `len` bytes: a buffer of this exact size that an earlier tensor
-    /// gave back to the [`pool`] when there is one (zeroed again here), else a fresh one.
+    /// A fresh zeroed buffer of `len` bytes from the system allocator (tensors take theirs
+    /// from the [`pool`] instead, through [`Shared`]).
     pub fn zeroed(len: usize) -> AlignedBuf {
         if len == 0 {
             // A dangling but aligned pointer: never dereferenced for a zero-length slice.
             let ptr = NonNull::new(ALIGN as *mut u8).unwrap_or(NonNull::dangling());
-            return AlignedBuf { ptr, len };
-        }
-        if let Some(ptr) = pool::take(len) {
-            // SAFETY: the pool hands out a buffer of exactly `len` bytes, allocated with
-            // `Layout(len, ALIGN)` and owned by nobody else now.
-            unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
-            crate::stats::record_reuse(len);
             return AlignedBuf { ptr, len };
         }
         let layout = Layout::from_size_align(len, ALIGN)
@@ -43,22 +37,6 @@ impl AlignedBuf {
         let raw = unsafe { alloc_zeroed(layout) };
         let Some(ptr) = NonNull::new(raw) else { std::alloc::handle_alloc_error(layout) };
         AlignedBuf { ptr, len }
-    }
-
-    /// A buffer of `len` bytes that its owner will overwrite whole: one from the [`pool`]
-    /// keeps the bytes its last tensor left (not zeroed again, which was a memset of every
-    /// tensor every run), a fresh one is zeroed. Either way every byte is initialised, but
-    /// it may not be a valid `bool`: crate-private so that only [`crate::Tensor::try_build_full`],
-    /// which zeroes bool buffers instead, views one through [`AlignedBuf::typed_mut`].
-    pub(crate) fn for_overwrite(len: usize) -> AlignedBuf {
-        if len != 0
-            && let Some(ptr) = pool::take(len)
-        {
-            crate::stats::record_reuse(len);
-            // The pool's buffers were zeroed when allocated and only written since.
-            return AlignedBuf { ptr, len };
-        }
-        AlignedBuf::zeroed(len)
     }
 
     /// The bytes.
@@ -87,11 +65,119 @@ impl AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
-        if self.len != 0 && !pool::give(self.ptr, self.len) {
-            // SAFETY: allocated in `zeroed` with exactly this layout, and the pool did not
-            // keep it.
+        if self.len != 0 {
+            // SAFETY: allocated in `zeroed` with exactly this layout.
             unsafe { dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.len, ALIGN)) }
         }
+    }
+}
+
+/// A tensor's owned storage: one [`AlignedBuf`] behind a reference count, so clones of a
+/// tensor share it. The last owner to drop it gives the buffer, reference count included,
+/// back to the [`pool`]: a static-shape model then takes every tensor's storage from there
+/// run after run without calling the allocator at all (not even for the count).
+pub(crate) struct Shared(Option<Arc<AlignedBuf>>);
+
+impl Shared {
+    /// A zeroed buffer of `len` bytes: one of this exact size that an earlier tensor gave
+    /// back to the [`pool`] when there is one (zeroed again here), else a fresh one.
+    pub(crate) fn zeroed(len: usize) -> Shared {
+        if len == 0 {
+            return Shared(None);
+        }
+        match pool::take(len) {
+            Some(mut arc) => {
+                if let Some(buf) = Arc::get_mut(&mut arc) {
+                    buf.as_mut_slice().fill(0);
+                }
+                crate::stats::record_reuse(len);
+                Shared(Some(arc))
+            }
+            None => Shared(Some(Arc::new(AlignedBuf::zeroed(len)))),
+        }
+    }
+
+    /// A buffer of `len` bytes that its owner will overwrite whole: one from the [`pool`]
+    /// keeps the bytes its last tensor left (not zeroed again, which was a memset of every
+    /// tensor every run), a fresh one is zeroed. Either way every byte is initialised, but
+    /// it may not be a valid `bool`: only [`crate::Tensor::try_build_full`], which zeroes
+    /// bool buffers instead, views one through [`Shared::typed_mut`].
+    pub(crate) fn for_overwrite(len: usize) -> Shared {
+        if len == 0 {
+            return Shared(None);
+        }
+        match pool::take(len) {
+            Some(arc) => {
+                crate::stats::record_reuse(len);
+                Shared(Some(arc))
+            }
+            None => Shared(Some(Arc::new(AlignedBuf::zeroed(len)))),
+        }
+    }
+
+    /// The bytes.
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self.0.as_deref() {
+            Some(buf) => buf.as_slice(),
+            None => empty_mut(),
+        }
+    }
+
+    /// The buffer, mutably (`None` for an empty one). Only while this is its one owner,
+    /// which every constructor guarantees until the storage is first cloned.
+    fn unique(&mut self) -> Option<&mut AlignedBuf> {
+        let arc = self.0.as_mut()?;
+        Some(Arc::get_mut(arc).expect("a buffer is written only before it is shared"))
+    }
+
+    /// The bytes, mutably (see [`Shared::unique`]).
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        match self.unique() {
+            Some(buf) => buf.as_mut_slice(),
+            // Empty, but at an aligned address, so typed views of it cast cleanly.
+            None => empty_mut(),
+        }
+    }
+
+    /// The buffer as elements of `T`, mutably (see [`AlignedBuf::typed_mut`]).
+    pub(crate) fn typed_mut<T: Elem>(&mut self) -> &mut [T] {
+        match self.unique() {
+            Some(buf) => buf.typed_mut(),
+            // SAFETY: zero elements at an address aligned to 64 bytes, which satisfies T's
+            // alignment; nothing is ever read or written through it.
+            None => unsafe { std::slice::from_raw_parts_mut(ALIGN as *mut T, 0) },
+        }
+    }
+}
+
+/// The bytes of every empty tensor: no allocation, at an address aligned for every type.
+fn empty_mut() -> &'static mut [u8] {
+    // SAFETY: zero bytes at a non-null, 64-byte aligned address: never read or written.
+    unsafe { std::slice::from_raw_parts_mut(ALIGN as *mut u8, 0) }
+}
+
+impl Clone for Shared {
+    fn clone(&self) -> Shared {
+        Shared(self.0.clone())
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if let Some(mut arc) = self.0.take()
+            && arc.len != 0
+            && Arc::get_mut(&mut arc).is_some()
+        {
+            // The last owner (no other strong or weak reference): the pool may keep it,
+            // else it is freed as `arc` drops here.
+            pool::give(arc);
+        }
+    }
+}
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        self.as_slice()
     }
 }
 
@@ -124,9 +210,10 @@ impl Drop for AlignedBuf {
 /// ```
 pub mod pool {
     use std::collections::BTreeMap;
-    use std::ptr::NonNull;
-    use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    use std::sync::{Arc, Mutex};
+
+    use super::AlignedBuf;
 
     /// At most this many buffers of one size are kept.
     pub const PER_SIZE: usize = 32;
@@ -134,13 +221,14 @@ pub mod pool {
     static LIMIT: AtomicUsize = AtomicUsize::new(64 << 20);
     static POOL: Mutex<Pool> = Mutex::new(Pool { by_len: BTreeMap::new(), bytes: 0 });
 
-    struct Kept(NonNull<u8>);
-    // SAFETY: a kept buffer is owned by the pool alone; moving it between threads is moving
-    // ownership of plain bytes.
-    unsafe impl Send for Kept {}
+    /// Sizes the pool remembers with no buffer kept (a list keeps its capacity, so giving
+    /// a buffer back to it does not allocate); past this many, empty lists are dropped.
+    const EMPTY_LISTS: usize = 256;
 
     struct Pool {
-        by_len: BTreeMap<usize, Vec<Kept>>,
+        /// Buffers by exact length; every kept `Arc` is unique (no other strong or weak
+        /// reference).
+        by_len: BTreeMap<usize, Vec<Arc<AlignedBuf>>>,
         bytes: usize,
     }
 
@@ -154,14 +242,12 @@ pub mod pool {
         LIMIT.store(bytes, Relaxed);
         let mut p = POOL.lock().unwrap_or_else(|e| e.into_inner());
         while p.bytes > bytes {
-            let Some((&len, _)) = p.by_len.iter().next_back() else { break };
-            let list = p.by_len.get_mut(&len).expect("key just seen");
-            let kept = list.pop().expect("lists are never left empty");
-            if list.is_empty() {
-                p.by_len.remove(&len);
-            }
+            let Some((&len, list)) = p.by_len.iter_mut().rev().find(|(_, l)| !l.is_empty()) else { break };
+            list.pop();
             p.bytes -= len;
-            super::free(kept.0, len);
+        }
+        if bytes == 0 {
+            p.by_len.clear();
         }
     }
 
@@ -170,40 +256,38 @@ pub mod pool {
         POOL.lock().unwrap_or_else(|e| e.into_inner()).bytes
     }
 
-    pub(super) fn take(len: usize) -> Option<NonNull<u8>> {
-        let mut p = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        let list = p.by_len.get_mut(&len)?;
-        let kept = list.pop()?;
-        if list.is_empty() {
-            p.by_len.remove(&len);
+    /// A kept buffer of exactly `len` bytes (a unique `Arc`), if there is one.
+    pub(super) fn take(len: usize) -> Option<Arc<AlignedBuf>> {
+        if len == 0 {
+            return None;
         }
+        let mut p = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        let kept = p.by_len.get_mut(&len)?.pop()?;
         p.bytes -= len;
-        Some(kept.0)
+        Some(kept)
     }
 
-    /// Keeps the buffer when the bounds allow; false means the caller must free it.
-    pub(super) fn give(ptr: NonNull<u8>, len: usize) -> bool {
+    /// Keeps a unique buffer when the bounds allow; one it does not keep is freed here.
+    pub(super) fn give(buf: Arc<AlignedBuf>) {
+        let len = buf.len;
         let limit = limit();
         if len > limit / 4 {
-            return false;
+            return;
         }
         let mut p = POOL.lock().unwrap_or_else(|e| e.into_inner());
         if p.bytes + len > limit {
-            return false;
+            return;
+        }
+        if !p.by_len.contains_key(&len) && p.by_len.len() >= EMPTY_LISTS {
+            p.by_len.retain(|_, l| !l.is_empty());
         }
         let list = p.by_len.entry(len).or_default();
         if list.len() >= PER_SIZE {
-            return false;
+            return;
         }
-        list.push(Kept(ptr));
+        list.push(buf);
         p.bytes += len;
-        true
     }
-}
-
-fn free(ptr: NonNull<u8>, len: usize) {
-    // SAFETY: every pooled buffer was allocated in `AlignedBuf::zeroed` with this layout.
-    unsafe { dealloc(ptr.as_ptr(), Layout::from_size_align_unchecked(len, ALIGN)) }
 }
 
 impl AsRef<[u8]> for AlignedBuf {

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 
 mod buffer;
 
+use buffer::Shared;
 pub use buffer::{ALIGN, AlignedBuf, pool};
 
 /// A tensor shape: one extent per axis, stored inline up to rank 6.
@@ -56,7 +57,12 @@ pub enum Origin {
 
 #[derive(Clone)]
 enum Data {
-    Bytes { bytes: Bytes, origin: Origin },
+    /// Storage this process allocated ([`Origin::Owned`]), pooled when the last owner drops.
+    Owned(Shared),
+    Bytes {
+        bytes: Bytes,
+        origin: Origin,
+    },
     Strings(Arc<[String]>),
 }
 
@@ -95,16 +101,12 @@ impl Tensor {
         if dtype == DType::String {
             return Tensor { dtype, shape: shape.into(), data: Data::Strings(vec![String::new(); n].into()) };
         }
-        let buf = AlignedBuf::zeroed(n * dtype.size());
+        let buf = Shared::zeroed(n * dtype.size());
         Tensor::from_aligned(dtype, shape, buf)
     }
 
-    fn from_aligned(dtype: DType, shape: &[usize], buf: AlignedBuf) -> Tensor {
-        Tensor {
-            dtype,
-            shape: shape.into(),
-            data: Data::Bytes { bytes: Bytes::from_owner(buf), origin: Origin::Owned },
-        }
+    fn from_aligned(dtype: DType, shape: &[usize], buf: Shared) -> Tensor {
+        Tensor { dtype, shape: shape.into(), data: Data::Owned(buf) }
     }
 
     /// A new tensor whose elements `fill` writes (they start zeroed).
@@ -122,7 +124,7 @@ impl Tensor {
         fill: impl FnOnce(&mut [T]) -> std::result::Result<(), E>,
     ) -> std::result::Result<Tensor, E> {
         let n = numel(shape);
-        let mut buf = AlignedBuf::zeroed(n * std::mem::size_of::<T>());
+        let mut buf = Shared::zeroed(n * std::mem::size_of::<T>());
         fill(&mut buf.typed_mut::<T>()[..n])?;
         Ok(Tensor::from_aligned(T::DTYPE, shape, buf))
     }
@@ -138,8 +140,7 @@ impl Tensor {
         let n = numel(shape);
         let bytes = n * std::mem::size_of::<T>();
         // Every bit pattern is a value of every element type but bool.
-        let mut buf =
-            if T::DTYPE == DType::Bool { AlignedBuf::zeroed(bytes) } else { AlignedBuf::for_overwrite(bytes) };
+        let mut buf = if T::DTYPE == DType::Bool { Shared::zeroed(bytes) } else { Shared::for_overwrite(bytes) };
         fill(&mut buf.typed_mut::<T>()[..n])?;
         Ok(Tensor::from_aligned(T::DTYPE, shape, buf))
     }
@@ -170,7 +171,7 @@ impl Tensor {
         if dtype == DType::String {
             return Err(Error::invalid("string tensors have no raw bytes"));
         }
-        let mut buf = AlignedBuf::zeroed(numel(shape) * dtype.size());
+        let mut buf = Shared::zeroed(numel(shape) * dtype.size());
         fill(buf.as_mut_slice());
         if dtype == DType::Bool {
             for b in buf.as_mut_slice() {
@@ -300,23 +301,26 @@ impl Tensor {
     /// Where the bytes live (strings count as owned).
     pub fn origin(&self) -> Origin {
         match &self.data {
+            Data::Owned(_) | Data::Strings(_) => Origin::Owned,
             Data::Bytes { origin, .. } => *origin,
-            Data::Strings(_) => Origin::Owned,
         }
     }
 
     /// The raw bytes (empty for string tensors).
     pub fn as_bytes(&self) -> &[u8] {
         match &self.data {
+            Data::Owned(buf) => buf.as_slice(),
             Data::Bytes { bytes, .. } => bytes,
             Data::Strings(_) => &[],
         }
     }
 
-    /// The shared byte handle, for zero-copy hand-off (None for strings).
-    pub fn shared_bytes(&self) -> Option<&Bytes> {
+    /// A shared byte handle on the storage, for zero-copy hand-off and views (None for
+    /// strings). It keeps the storage alive as a clone of the tensor would.
+    pub fn shared_bytes(&self) -> Option<Bytes> {
         match &self.data {
-            Data::Bytes { bytes, .. } => Some(bytes),
+            Data::Owned(buf) => Some(Bytes::from_owner(buf.clone())),
+            Data::Bytes { bytes, .. } => Some(bytes.clone()),
             Data::Strings(_) => None,
         }
     }
@@ -347,7 +351,9 @@ impl Tensor {
     pub fn as_strings(&self) -> Result<&[String]> {
         match &self.data {
             Data::Strings(s) => Ok(s),
-            Data::Bytes { .. } => Err(Error::DTypeMismatch { expected: DType::String, found: self.dtype }),
+            Data::Owned(_) | Data::Bytes { .. } => {
+                Err(Error::DTypeMismatch { expected: DType::String, found: self.dtype })
+            }
         }
     }
 
@@ -363,7 +369,7 @@ impl Tensor {
             Data::Bytes { bytes, .. }
                 if !bytes.is_empty() && !(bytes.as_ptr() as usize).is_multiple_of(self.dtype.size().max(1)) =>
             {
-                let mut buf = AlignedBuf::zeroed(bytes.len());
+                let mut buf = Shared::for_overwrite(bytes.len());
                 buf.as_mut_slice().copy_from_slice(bytes);
                 crate::stats::record_copy(bytes.len());
                 Tensor::from_aligned(self.dtype, &self.shape, buf)
@@ -378,7 +384,7 @@ impl Tensor {
             Data::Bytes { bytes, .. } => {
                 bytes.is_empty() || (bytes.as_ptr() as usize).is_multiple_of(self.dtype.size().max(1))
             }
-            Data::Strings(_) => true,
+            Data::Owned(_) | Data::Strings(_) => true,
         }
     }
 
@@ -387,7 +393,7 @@ impl Tensor {
     pub fn detach_borrowed(self) -> Tensor {
         match &self.data {
             Data::Bytes { bytes, origin: Origin::Borrowed } => {
-                let mut buf = AlignedBuf::zeroed(bytes.len());
+                let mut buf = Shared::for_overwrite(bytes.len());
                 buf.as_mut_slice().copy_from_slice(bytes);
                 crate::stats::record_copy(bytes.len());
                 Tensor::from_aligned(self.dtype, &self.shape, buf)
@@ -418,6 +424,39 @@ impl Tensor {
             return Err(Error::DTypeMismatch { expected: dtype, found: self.dtype });
         }
         Ok(Tensor { dtype, shape: self.shape.clone(), data: self.data.clone() })
+    }
+
+    /// The same storage read as elements of `dtype` in `shape` (no copy): for kernels that
+    /// fill bytes generically and then label them. The byte sizes must match, the storage
+    /// must be aligned for `dtype`, and `bool` bytes must be 0 or 1.
+    pub fn reinterpret(self, dtype: DType, shape: &[usize]) -> Result<Tensor> {
+        if dtype == DType::String || self.dtype == DType::String {
+            return Err(Error::invalid("string tensors have no raw bytes to reinterpret"));
+        }
+        let bytes = self.as_bytes();
+        if bytes.len() != numel(shape) * dtype.size() {
+            return Err(Error::invalid(format!(
+                "{} bytes cannot hold a {dtype} tensor of shape {shape:?}",
+                bytes.len()
+            )));
+        }
+        if !bytes.is_empty() && !(bytes.as_ptr() as usize).is_multiple_of(dtype.size().max(1)) {
+            return Err(Error::Misaligned { dtype });
+        }
+        if dtype == DType::Bool && bytes.iter().any(|b| *b > 1) {
+            return Err(Error::invalid("bool tensor bytes must be 0 or 1"));
+        }
+        Ok(Tensor { dtype, shape: shape.into(), data: self.data })
+    }
+
+    /// Integer elements as i64, borrowed when the tensor already holds aligned `int64`
+    /// (shape, axes and index inputs usually do: no copy, no allocation), else widened
+    /// as [`Tensor::to_i64_vec`] does.
+    pub fn i64s(&self) -> Result<std::borrow::Cow<'_, [i64]>> {
+        match self.as_slice::<i64>() {
+            Ok(s) if self.dtype == DType::I64 => Ok(std::borrow::Cow::Borrowed(s)),
+            _ => self.to_i64_vec().map(std::borrow::Cow::Owned),
+        }
     }
 
     /// Integer elements widened to i64 (for shape, axes and index inputs).

@@ -26,6 +26,7 @@
 //! `(B, Hq, L, S)` tensor of type C; their output is cast back to C, as the reference does.
 
 use rayon::prelude::*;
+use vinort_ir::Values;
 use vinort_ir::{Error, Result, RunContext, Value};
 
 use super::heads::softmax;
@@ -160,7 +161,7 @@ impl ModCall<'_> {
 }
 
 impl Kernel for FlexAttention {
-    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Values> {
         let (q, k, v) = (tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?);
         let t = Rnd::of(q.dtype())?;
         if k.dtype() != q.dtype() || v.dtype() != q.dtype() {
@@ -229,7 +230,7 @@ impl Kernel for FlexAttention {
                 yi.iter_mut().for_each(|o| *o = c.r(*o));
             }
         });
-        Ok(vec![store(q.dtype(), &[b, hq, l, ev], &y)?.into()])
+        Ok(smallvec::smallvec![store(q.dtype(), &[b, hq, l, ev], &y)?.into()])
     }
 }
 

@@ -12,6 +12,7 @@
 //! there is no past), weight `[channels, 1, k]`, optional bias and SiLU; `present_state` is the
 //! last `k - 1` steps of that concatenation.
 
+use vinort_ir::Values;
 use vinort_ir::{Error, Result, RunContext, Value};
 
 use super::{Rnd, store};
@@ -49,7 +50,7 @@ fn linear_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for Linear {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let [q, k, v] = tensors_in(inputs)?;
         let [past, decay, beta] = opt_tensors_in(inputs, 3)?;
         Rnd::of(q.dtype())?;
@@ -140,7 +141,10 @@ impl Kernel for Linear {
                 }
             }
         }
-        Ok(vec![store(q.dtype(), &[b, t, hq * dv], &out)?.into(), store(state_dt, &[b, hkv, dk, dv], &state)?.into()])
+        Ok(smallvec::smallvec![
+            store(q.dtype(), &[b, t, hq * dv], &out)?.into(),
+            store(state_dt, &[b, hkv, dk, dv], &state)?.into()
+        ])
     }
 }
 
@@ -159,7 +163,7 @@ fn conv_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for CausalConv {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let [x, w] = tensors_in(inputs)?;
         let [bias, past] = opt_tensors_in(inputs, 2)?;
         let rt = Rnd::of(x.dtype())?;
@@ -205,6 +209,9 @@ impl Kernel for CausalConv {
             }
             present[bc * p..(bc + 1) * p].copy_from_slice(&padded[n - p..]);
         }
-        Ok(vec![store(x.dtype(), x.shape(), &out)?.into(), store(x.dtype(), &[b, c, p], &present)?.into()])
+        Ok(smallvec::smallvec![
+            store(x.dtype(), x.shape(), &out)?.into(),
+            store(x.dtype(), &[b, c, p], &present)?.into()
+        ])
     }
 }

@@ -7,6 +7,7 @@
 //! `[max_pos, dim/2]` indexed by `position_ids [batch, seq]`. Input is `[batch, heads, seq,
 //! head]` or `[batch, seq, heads * head]` (with `num_heads`); the output has its shape.
 
+use vinort_ir::Values;
 use vinort_ir::{Error, Result, RunContext, Value};
 
 use super::{Rnd, store};
@@ -40,7 +41,7 @@ pub(crate) fn factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for Rotary {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let [x, cos, sin] = tensors_in(inputs)?;
         let pos = opt_tensor_in(inputs, 3)?;
         let rt = Rnd::of(x.dtype())?;
@@ -114,6 +115,6 @@ impl Kernel for Rotary {
                 }
             }
         }
-        Ok(vec![store(x.dtype(), shape, &out)?.into()])
+        Ok(smallvec::smallvec![store(x.dtype(), shape, &out)?.into()])
     }
 }

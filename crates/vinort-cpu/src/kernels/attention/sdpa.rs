@@ -17,6 +17,7 @@
 //! input type where the reference computes in it, so f16 and bf16 follow its rounding.
 
 use rayon::prelude::*;
+use vinort_ir::Values;
 use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
 use super::heads::{Dims, Job, Mask, concat, head_major};
@@ -93,7 +94,7 @@ fn factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for Attention {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let [q, k, v] = tensors_in(inputs)?;
         let [mask, pk, pv] = opt_tensors_in(inputs, 3)?;
         let nonpad = if self.has_nonpad { opt_tensor_in(inputs, 6)? } else { None };
@@ -218,7 +219,7 @@ impl Kernel for Attention {
             }
         }
         let yshape: Vec<usize> = if three_d { vec![b, sq, hq * dv] } else { vec![b, hq, sq, dv] };
-        let mut outs: Vec<Value> = vec![store(q.dtype(), &yshape, &y)?.into()];
+        let mut outs: Values = smallvec::smallvec![store(q.dtype(), &yshape, &y)?.into()];
         if self.n_out > 1 {
             outs.push(store(k.dtype(), &[b, hkv, tot, d], &kall)?.into());
         }

@@ -4,6 +4,7 @@
 //!
 //! Each step is rounded to the element type as the reference computes it.
 
+use vinort_ir::Values;
 use vinort_ir::{Error, Result, RunContext, Value};
 
 use super::{Rnd, store};
@@ -36,7 +37,7 @@ fn swish(x: f64, alpha: f64, rt: Rnd) -> f64 {
 }
 
 impl Kernel for Swish {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let a = tensor_in(inputs, 0)?;
         let rt = Rnd::of(a.dtype())?;
         let alpha = self.alpha as f64;
@@ -57,6 +58,6 @@ impl Kernel for Swish {
         } else {
             av.iter().map(|x| swish(*x, alpha, rt)).collect()
         };
-        Ok(vec![store(a.dtype(), a.shape(), &out)?.into()])
+        Ok(smallvec::smallvec![store(a.dtype(), a.shape(), &out)?.into()])
     }
 }

@@ -14,6 +14,7 @@
 //!
 //! f16 and bf16 inputs are widened to f32 before the product, so each output rounds once.
 
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Node, Result, RunContext, Tensor, Value, ValueType};
 
 use super::{FLOATS, check_types, fast_gelu, floats, same_type, store};
@@ -218,7 +219,7 @@ fn arrange(t: Tensor, trans_batch: bool, trans: bool) -> Result<Tensor> {
 }
 
 impl Kernel for Fused {
-    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let dtype = x.dtype();
         if !FLOATS.contains(&dtype) {
@@ -274,6 +275,6 @@ impl Kernel for Fused {
         if self.act != Act::None {
             v.iter_mut().for_each(|x| *x = self.act.apply(*x));
         }
-        Ok(vec![store(dtype, &shape, &v)?.into()])
+        Ok(smallvec::smallvec![store(dtype, &shape, &v)?.into()])
     }
 }

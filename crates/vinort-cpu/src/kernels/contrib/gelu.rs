@@ -15,6 +15,7 @@
 //! BiasAdd, BiasSplitGelu and BiasSoftmax exist only on its GPU providers, so these follow
 //! the documentation.
 
+use vinort_ir::Values;
 use vinort_ir::tensor::numel;
 use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
@@ -62,7 +63,7 @@ fn last_axis_bias(x: &Tensor, b: &Tensor) -> Result<Vec<f64>> {
 }
 
 impl Kernel for Op {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let mut v = floats(x, "input")?;
         let bias = match self {
@@ -102,10 +103,10 @@ impl Kernel for Op {
                     o.extend(row[..half].iter().zip(&row[half..]).map(|(l, r)| l * gelu(*r)));
                 }
                 let out_shape = [shape[0], shape[1], half];
-                return Ok(vec![store(x.dtype(), &out_shape, &o)?.into()]);
+                return Ok(smallvec::smallvec![store(x.dtype(), &out_shape, &o)?.into()]);
             }
         };
-        Ok(vec![store(x.dtype(), shape, &out)?.into()])
+        Ok(smallvec::smallvec![store(x.dtype(), shape, &out)?.into()])
     }
 }
 
@@ -122,7 +123,7 @@ fn softmax_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for BiasSoftmax {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let b = tensor_in(inputs, 1)?;
         same_type(x, b, "bias")?;
@@ -142,6 +143,6 @@ impl Kernel for BiasSoftmax {
             }
             row.iter_mut().for_each(|x| *x /= s);
         }
-        Ok(vec![store(x.dtype(), shape, &v)?.into()])
+        Ok(smallvec::smallvec![store(x.dtype(), shape, &v)?.into()])
     }
 }

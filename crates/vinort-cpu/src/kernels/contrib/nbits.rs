@@ -22,6 +22,7 @@
 //! from that path by A's int8 quantization error (measured with onnxruntime 1.31, K=256, block
 //! 32: up to about 0.5% of max |Y| for 2-, 4- and 8-bit B; the level-0 path agrees to ~1e-6).
 
+use vinort_ir::Values;
 use vinort_ir::tensor::numel;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
@@ -154,7 +155,7 @@ fn factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for NBits {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let a = tensor_in(inputs, 0)?;
         let b = tensor_in(inputs, 1)?;
         let scales = tensor_in(inputs, 2)?;
@@ -186,7 +187,7 @@ impl Kernel for NBits {
         }
         let mut shape = a.shape().to_vec();
         *shape.last_mut().unwrap_or(&mut 0) = n;
-        Ok(vec![store_float(a.dtype(), &shape, &y)?.into()])
+        Ok(smallvec::smallvec![store_float(a.dtype(), &shape, &y)?.into()])
     }
 }
 

@@ -14,6 +14,7 @@
 //! SimplifiedLayerNormalization and the pre-17 LayerNormalization that ONNX Runtime registers
 //! in the default ONNX domain run on [`crate::kernels::norm::normalization`]'s kernel.
 
+use vinort_ir::Values;
 use vinort_ir::tensor::numel;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
@@ -64,7 +65,7 @@ fn skip_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for SkipNorm {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let skip = tensor_in(inputs, 1)?;
         let gamma = tensor_in(inputs, 2)?;
@@ -113,7 +114,7 @@ impl Kernel for SkipNorm {
         }
         let mut stat_shape = shape.to_vec();
         stat_shape[shape.len() - 1] = 1;
-        Ok(vec![
+        Ok(smallvec::smallvec![
             store(x.dtype(), shape, &y)?.into(),
             store(DType::F32, &stat_shape, &means)?.into(),
             store(DType::F32, &stat_shape, &invs)?.into(),
@@ -141,7 +142,7 @@ fn lookup(table: &Tensor, what: &str, h: usize) -> Result<(Vec<f64>, usize)> {
 }
 
 impl Kernel for Embed {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let ids = tensor_in(inputs, 0)?;
         let seg_ids = opt_tensor_in(inputs, 1)?;
         let word = tensor_in(inputs, 2)?;
@@ -232,7 +233,7 @@ impl Kernel for Embed {
             None => vec![0; b],
         };
         let dt = word.dtype();
-        Ok(vec![
+        Ok(smallvec::smallvec![
             store(dt, &[b, s, h], &y)?.into(),
             Tensor::from_vec(&[b], mask_index)?.into(),
             store(dt, &[b, s, h], &sum)?.into(),
@@ -264,7 +265,7 @@ fn group_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for GroupNorm {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let gamma = tensor_in(inputs, 1)?;
         let beta = tensor_in(inputs, 2)?;
@@ -304,6 +305,6 @@ impl Kernel for GroupNorm {
                 }
             }
         }
-        Ok(vec![store(x.dtype(), shape, &y)?.into()])
+        Ok(smallvec::smallvec![store(x.dtype(), shape, &y)?.into()])
     }
 }

@@ -16,6 +16,7 @@
 //!   zero points (`(q - zp) · scale` in f32), then EmbedLayerNormalization (positions
 //!   `0..seq`); outputs `layernorm_out` and `mask_index_out`.
 
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::check_types;
@@ -50,7 +51,7 @@ fn per_tensor_or_axis(scale: &Tensor) -> Result<()> {
 }
 
 impl Kernel for MsQuantize {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let (x, scale, zp) = (tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, opt_tensor_in(inputs, 2)?);
         per_tensor_or_axis(scale)?;
         if !matches!(x.dtype(), DType::F32 | DType::F16) {
@@ -61,7 +62,7 @@ impl Kernel for MsQuantize {
         {
             return Err(Error::unsupported(format!("QuantizeLinear to {}", z.dtype())));
         }
-        Ok(vec![self.0.quantize(x, scale, zp)?.into()])
+        Ok(smallvec::smallvec![self.0.quantize(x, scale, zp)?.into()])
     }
 }
 
@@ -74,10 +75,10 @@ fn dequantize_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for MsDequantize {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let (x, scale, zp) = (tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, opt_tensor_in(inputs, 2)?);
         per_tensor_or_axis(scale)?;
-        Ok(vec![self.0.dequantize(x, scale, zp)?.into()])
+        Ok(smallvec::smallvec![self.0.dequantize(x, scale, zp)?.into()])
     }
 }
 
@@ -91,7 +92,7 @@ fn qembed_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for QEmbed {
-    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Values> {
         let per_tensor = Dequantize::with(1, 0);
         // Tables at 2..=6 (segment at 4 optional), their scales at 8 + j and zero points at
         // 13 + j for the j-th table.

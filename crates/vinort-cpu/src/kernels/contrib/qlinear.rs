@@ -29,6 +29,7 @@
 //! lands on the other side of a half step (MLAS's vector kernels order some f32 operations
 //! differently from one another), which moves a value by at most one quantization step.
 
+use vinort_ir::Values;
 use vinort_ir::tensor::numel;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
@@ -127,7 +128,7 @@ fn binary_factory(info: &NodeInfo<'_>, op: Binary) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for Binary {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let a = tensor_in(inputs, 0)?;
         let b = tensor_in(inputs, 3)?;
         let d = a.dtype();
@@ -163,7 +164,7 @@ impl Kernel for Binary {
                 });
             }
         }
-        Ok(vec![store_int(d, bc.shape(), &out)?.into()])
+        Ok(smallvec::smallvec![store_int(d, bc.shape(), &out)?.into()])
     }
 }
 
@@ -189,7 +190,7 @@ fn concat_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for Concat {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let first = tensor_in(inputs, 2)?;
         let y_zp = opt_tensor_in(inputs, 1)?;
         let d = y_zp.map_or(first.dtype(), Tensor::dtype);
@@ -211,7 +212,7 @@ impl Kernel for Concat {
             });
         }
         let refs: Vec<&Tensor> = parts.iter().collect();
-        Ok(vec![concat_tensors(&refs, self.axis)?.into()])
+        Ok(smallvec::smallvec![concat_tensors(&refs, self.axis)?.into()])
     }
 }
 
@@ -240,9 +241,9 @@ pub(crate) fn nhwc_perm(r: usize, to_nchw: bool) -> Vec<i64> {
 }
 
 impl Kernel for Conv {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         if !self.channels_last {
-            return Ok(vec![qlinear_conv(&self.attrs, inputs)?.into()]);
+            return Ok(smallvec::smallvec![qlinear_conv(&self.attrs, inputs)?.into()]);
         }
         let x = tensor_in(inputs, 0)?;
         if x.rank() < 3 {
@@ -252,7 +253,7 @@ impl Kernel for Conv {
         let mut ins = inputs.to_vec();
         ins[0] = Some(&nchw);
         let y = qlinear_conv(&self.attrs, &ins)?;
-        Ok(vec![transpose_tensor(&y, Some(&nhwc_perm(y.rank(), false)))?.into()])
+        Ok(smallvec::smallvec![transpose_tensor(&y, Some(&nhwc_perm(y.rank(), false)))?.into()])
     }
 }
 
@@ -268,7 +269,7 @@ fn where_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for QWhere {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let c = tensor_in(inputs, 0)?;
         if c.dtype() != DType::Bool {
             return Err(Error::invalid(format!("condition must be bool, got {}", c.dtype())));
@@ -294,6 +295,6 @@ impl Kernel for QWhere {
             DType::U8 => where_t::<u8>(c, &xz, &yz)?,
             _ => where_t::<i8>(c, &xz, &yz)?,
         };
-        Ok(vec![out.into()])
+        Ok(smallvec::smallvec![out.into()])
     }
 }

@@ -15,6 +15,7 @@
 //!   truncated to 8 bits (above 255 giving -1), so an i8 output whose zero point is not -128
 //!   can wrap exactly as ONNX Runtime's does.
 
+use vinort_ir::Values;
 use vinort_ir::tensor::numel;
 use vinort_ir::{Attr, DType, Error, Result, RunContext, Value};
 
@@ -59,7 +60,7 @@ fn table_factory(info: &NodeInfo<'_>, act: Act) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for Act {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let d = x.dtype();
         let range = qrange(d, &Q8, "X")?;
@@ -73,7 +74,7 @@ impl Kernel for Act {
                 lookup_table(range, (xs, xz), (ys, yz), range, |v| if v >= 0.0 { v } else { v * alpha })
             }
         };
-        Ok(vec![apply_table(x, range.0, &table, d)?.into()])
+        Ok(smallvec::smallvec![apply_table(x, range.0, &table, d)?.into()])
     }
 }
 
@@ -97,7 +98,7 @@ fn exp_table(x_scale: f32, len: usize) -> Vec<f32> {
 }
 
 impl Kernel for Softmax {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let d = x.dtype();
         qrange(d, &Q8, "X")?;
@@ -145,6 +146,6 @@ impl Kernel for Softmax {
                 }
             }
         }
-        Ok(vec![store_int(d, shape, &out)?.into()])
+        Ok(smallvec::smallvec![store_int(d, shape, &out)?.into()])
     }
 }

@@ -14,6 +14,7 @@
 //!   unpadded input takes the global form, as ONNX Runtime's kernel does.
 
 use rayon::prelude::*;
+use vinort_ir::Values;
 use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
 use super::qlinear::{Q8, nhwc_perm, qrange, requantize, scale, zero_point};
@@ -168,7 +169,7 @@ fn avg_pool(x: &[f32], axes: [Ax; 3], include_pad: bool, q: &Q) -> Vec<i32> {
 }
 
 impl Kernel for Pool {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let d = x.dtype();
         let range = qrange(d, &Q8, "X")?;
@@ -199,7 +200,7 @@ impl Kernel for Pool {
         };
         let Some(w) = &self.window else {
             let v = global_avg(&load_i32(x)?, n, c, size, self.channels_last, &q)?;
-            return Ok(vec![global_out(&out_nchw(&vec![1; r - 2]), v)?.into()]);
+            return Ok(smallvec::smallvec![global_out(&out_nchw(&vec![1; r - 2]), v)?.into()]);
         };
         let kernel = w.kernel.clone().unwrap_or_default();
         if kernel.len() != spatial.len() {
@@ -209,7 +210,7 @@ impl Kernel for Pool {
         let g = win.geometry(&spatial)?;
         if spatial == kernel && g.pad_begin.iter().chain(&g.pad_end).all(|p| *p == 0) {
             let v = global_avg(&load_i32(x)?, n, c, size, self.channels_last, &q)?;
-            return Ok(vec![global_out(&out_nchw(&g.out), v)?.into()]);
+            return Ok(smallvec::smallvec![global_out(&out_nchw(&g.out), v)?.into()]);
         }
         let nchw = if self.channels_last { transpose_tensor(x, Some(&nhwc_perm(r, true)))? } else { x.clone() };
         let xf: Vec<f32> = load_i32(&nchw)?.into_iter().map(|v| q.xs * (v - q.xz) as f32).collect();
@@ -219,6 +220,6 @@ impl Kernel for Pool {
         let v = avg_pool(&xf, axes, self.include_pad, &q);
         let y = store_int(d, &out_nchw(&g.out), &v)?;
         let y = if self.channels_last { transpose_tensor(&y, Some(&nhwc_perm(r, false)))? } else { y };
-        Ok(vec![y.into()])
+        Ok(smallvec::smallvec![y.into()])
     }
 }

@@ -19,6 +19,7 @@
 //!   requantized (rounded half to even, plus the zero point, saturated) to its type; without
 //!   it Y is float.
 
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::check_types;
@@ -112,7 +113,9 @@ fn integer_to_float_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         let scale = one(a_s, "a_scale")?;
         let av = shifted_i32(a, a_zp.map(|z| (z, vec![])))?;
         let out = a_s.dtype();
-        Ok(vec![scaled_product(&av, a.shape(), scale, (b, b_zp, b_s), opt_tensor_in(inputs, 6)?, out)?.into()])
+        Ok(smallvec::smallvec![
+            scaled_product(&av, a.shape(), scale, (b, b_zp, b_s), opt_tensor_in(inputs, 6)?, out)?.into()
+        ])
     })))
 }
 
@@ -127,7 +130,9 @@ fn dynamic_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         let (q, scale, zp) = dynamic_quantize(a.as_slice::<f32>()?);
         let av: Vec<i32> = q.into_iter().map(|v| v as i32 - zp as i32).collect();
         let (b, b_s, b_zp) = (tensor_in(inputs, 1)?, tensor_in(inputs, 2)?, opt_tensor_in(inputs, 3)?);
-        Ok(vec![scaled_product(&av, a.shape(), scale, (b, b_zp, b_s), opt_tensor_in(inputs, 4)?, DType::F32)?.into()])
+        Ok(smallvec::smallvec![
+            scaled_product(&av, a.shape(), scale, (b, b_zp, b_s), opt_tensor_in(inputs, 4)?, DType::F32)?.into()
+        ])
     })))
 }
 
@@ -159,7 +164,7 @@ fn oriented(t: &Tensor, trans: bool, what: &str) -> Result<Tensor> {
 }
 
 impl Kernel for QGemm {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let a = oriented(tensor_in(inputs, 0)?, self.trans_a, "A")?;
         let (a_s, a_zp) = (tensor_in(inputs, 1)?, opt_tensor_in(inputs, 2)?);
         let b = oriented(tensor_in(inputs, 3)?, self.trans_b, "B")?;
@@ -211,7 +216,7 @@ impl Kernel for QGemm {
         let scale = |i: usize| scales[if scales.len() == 1 { 0 } else { i % n }];
         let Some(z) = y_zp else {
             let y: Vec<f32> = acc.iter().enumerate().map(|(i, v)| *v as f32 * scale(i)).collect();
-            return Ok(vec![Tensor::from_vec(&[m, n], y)?.into()]);
+            return Ok(smallvec::smallvec![Tensor::from_vec(&[m, n], y)?.into()]);
         };
         let Some((lo, hi)) = int_range(z.dtype()).filter(|_| INT8.contains(&z.dtype())) else {
             return Err(Error::unsupported(format!("QGemm output of type {}", z.dtype())));
@@ -222,6 +227,6 @@ impl Kernel for QGemm {
             .enumerate()
             .map(|(i, v)| ((*v as f32 * scale(i)).round_ties_even() + zv).clamp(lo as f32, hi as f32) as i32)
             .collect();
-        Ok(vec![store_int(z.dtype(), &[m, n], &q)?.into()])
+        Ok(smallvec::smallvec![store_int(z.dtype(), &[m, n], &q)?.into()])
     }
 }

@@ -5,6 +5,7 @@
 //! `num_heads` when `rotary_embedding_dim` is given). `scale` and `is_packed_batching` are
 //! not used by ONNX Runtime's CPU kernel either. Runs on [`crate::kernels::attention::rotary`].
 
+use vinort_ir::Values;
 use vinort_ir::{Attr, DType, Error, Result, RunContext, Tensor, Value, ValueType};
 
 use super::{FLOATS, check_types};
@@ -41,7 +42,7 @@ fn factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for MsRotary {
-    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let pos = tensor_in(inputs, 1)?;
         let cos = tensor_in(inputs, 2)?;

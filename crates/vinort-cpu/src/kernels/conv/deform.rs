@@ -12,6 +12,7 @@
 //! convolution group is then one matrix product with its slice of W.
 
 use rayon::prelude::*;
+use vinort_ir::Values;
 use vinort_ir::{Error, Node, Result, RunContext, Tensor, Value};
 
 use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in, with_numeric};
@@ -69,11 +70,11 @@ impl DeformConv {
 }
 
 impl Kernel for DeformConv {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let y = with_numeric!(compute x.dtype(), |T| self.run_typed::<T>(inputs)?,
             d => return Err(Error::unsupported(format!("DeformConv does not support {d} inputs"))));
-        Ok(vec![y.into()])
+        Ok(smallvec::smallvec![y.into()])
     }
 }
 
@@ -199,7 +200,7 @@ impl DeformConv {
                     )?;
                 }
                 if let Some(bias) = &bias {
-                    for (row, b) in y_n.chunks_exact_mut(plane.max(1)).zip(bias) {
+                    for (row, b) in y_n.chunks_exact_mut(plane.max(1)).zip(bias.iter()) {
                         for v in row {
                             *v += *b;
                         }

@@ -29,6 +29,7 @@
 //! AVX-512 only: the layout pass runs only where [`available`] says so, and the NCHW kernels
 //! serve every other CPU.
 
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use crate::kernel::{Kernel, NodeInfo, tensor_in};
@@ -85,12 +86,12 @@ fn channels(node: &vinort_ir::Node) -> Result<usize> {
 pub(crate) fn input_f32<'a>(
     inputs: &[Option<&'a Value>],
     i: usize,
-) -> Result<(std::borrow::Cow<'a, Tensor>, Vec<usize>)> {
+) -> Result<(std::borrow::Cow<'a, Tensor>, vinort_ir::Shape)> {
     let t = tensor_in(inputs, i)?;
     if t.dtype() != DType::F32 {
         return Err(Error::invalid(format!("NCHWc kernels take f32, got {}", t.dtype())));
     }
-    let shape = t.shape().to_vec();
+    let shape = t.shape().into();
     let t = match t.as_slice::<f32>() {
         Ok(_) => std::borrow::Cow::Borrowed(t),
         Err(_) => std::borrow::Cow::Owned(t.to_aligned()),
@@ -108,7 +109,7 @@ struct ReorderInput {
 }
 
 impl Kernel for ReorderInput {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let (x, s) = input_f32(inputs, 0)?;
         let &[n, c, h, w] = s.as_slice() else {
             return Err(Error::invalid(format!("ReorderInput takes [N, C, H, W], got {s:?}")));
@@ -132,7 +133,7 @@ impl Kernel for ReorderInput {
             });
             Ok(())
         })?;
-        Ok(vec![y.into()])
+        Ok(smallvec::smallvec![y.into()])
     }
 }
 
@@ -142,7 +143,7 @@ struct ReorderOutput {
 }
 
 impl Kernel for ReorderOutput {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let (x, s) = input_f32(inputs, 0)?;
         let c = self.channels;
         let &[n, cb, h, w, BLOCK] = s.as_slice() else {
@@ -163,7 +164,7 @@ impl Kernel for ReorderOutput {
             });
             Ok(())
         })?;
-        Ok(vec![y.into()])
+        Ok(smallvec::smallvec![y.into()])
     }
 }
 
@@ -278,7 +279,7 @@ impl BlockedConv {
 }
 
 impl Kernel for BlockedConv {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let (x, s) = input_f32(inputs, 0)?;
         // Planes of the input and elements per pixel in each.
         let (n, cb, h, w, e) = match *s.as_slice() {
@@ -296,7 +297,7 @@ impl Kernel for BlockedConv {
         let z = match self.residual {
             Some(i) => {
                 let (z, zs) = input_f32(inputs, i)?;
-                if zs != out_shape {
+                if zs.as_slice() != out_shape {
                     return Err(Error::invalid(format!("fused residual {zs:?} for an output {out_shape:?}")));
                 }
                 Some(z)
@@ -324,7 +325,7 @@ impl Kernel for BlockedConv {
             // Windows are clipped to the input: no padded copy of it is made.
             self.compute(&g, x, zs, y)
         })?;
-        Ok(vec![y.into()])
+        Ok(smallvec::smallvec![y.into()])
     }
 }
 

@@ -10,6 +10,7 @@
 //! inside the GEMM.
 
 use std::borrow::Cow;
+use vinort_ir::Values;
 
 use rayon::prelude::*;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
@@ -177,7 +178,7 @@ pub(crate) fn fused_conv_factory(info: &NodeInfo<'_>, epi: Epilogue) -> Result<B
 }
 
 impl Kernel for Conv {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let (dtype, x, w, b) = self.consts.inputs(inputs)?;
         let (xs, ws) = (x.shape(), w.shape());
         let kernel = check_shapes(xs, ws, &self.attrs.kernel)?;
@@ -220,13 +221,13 @@ struct Operands<'a> {
 impl Operands<'_> {
     /// Builds an output of `shape` in the compute type of the widened inputs (`f64` for f64,
     /// else `f32`), then narrows it back to the node's `dtype`.
-    fn in_compute_type(&self, shape: &[usize], dtype: DType) -> Result<Vec<Value>> {
+    fn in_compute_type(&self, shape: &[usize], dtype: DType) -> Result<Values> {
         let y = match self.x.dtype() {
             // Both forms write every element (see `fill_bias`).
             DType::F64 => Tensor::try_build_full::<f64, Error>(shape, |o| self.run(o))?,
             _ => Tensor::try_build_full::<f32, Error>(shape, |o| self.run(o))?,
         };
-        Ok(vec![from_compute(y, dtype)?.into()])
+        Ok(smallvec::smallvec![from_compute(y, dtype)?.into()])
     }
 
     fn run<T: Real>(&self, out: &mut [T]) -> Result<()> {
@@ -355,7 +356,7 @@ impl ConvTranspose {
 }
 
 impl Kernel for ConvTranspose {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let (dtype, x, w, b) = self.consts.inputs(inputs)?;
         let (xs, ws) = (x.shape(), w.shape());
         let kernel = check_shapes(xs, ws, &self.attrs.kernel)?;

@@ -33,6 +33,7 @@
 //! rewritten here as a reshape of `B` followed by numpy broadcasting.
 
 use std::borrow::Cow;
+use vinort_ir::Values;
 
 use vinort_ir::tensor::numel;
 use vinort_ir::{DType, Elem, Error, Result, RunContext, Tensor, Value};
@@ -338,7 +339,7 @@ pub(crate) struct Binary {
 }
 
 impl Kernel for Binary {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let a = tensor_in(inputs, 0)?;
         let b = tensor_in(inputs, 1)?;
         let mut b = match self.legacy {
@@ -350,7 +351,7 @@ impl Kernel for Binary {
             shape[0] = b.len();
             b = Cow::Owned(b.reshaped(&shape)?);
         }
-        Ok(vec![self.op.apply(a, &b)?.into()])
+        Ok(smallvec::smallvec![self.op.apply(a, &b)?.into()])
     }
 }
 
@@ -403,7 +404,7 @@ impl Variadic {
 struct VariadicKernel(Variadic);
 
 impl Kernel for VariadicKernel {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let op = self.0;
         let first = tensor_in(inputs, 0)?;
         let dt = first.dtype();
@@ -431,7 +432,7 @@ impl Kernel for VariadicKernel {
                 _ => super::broadcast::unary_map::<f64, f64>(&acc, |v| v / n as f64)?,
             };
         }
-        Ok(vec![narrow(acc, dt)?.into()])
+        Ok(smallvec::smallvec![narrow(acc, dt)?.into()])
     }
 }
 
@@ -458,7 +459,7 @@ pub(crate) fn where_t<T: Elem>(c: &Tensor, x: &Tensor, y: &Tensor) -> Result<Ten
 }
 
 impl Kernel for Where {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let (c, x, y) = (tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?);
         if c.dtype() != DType::Bool {
             return Err(Error::invalid(format!("Where condition must be bool, got {}", c.dtype())));
@@ -478,7 +479,7 @@ impl Kernel for Where {
         } else {
             with_numeric!(dt, |T| where_t::<T>(c, x, y), _ => Err(bad_dtype("Where", dt)))?
         };
-        Ok(vec![out.into()])
+        Ok(smallvec::smallvec![out.into()])
     }
 }
 

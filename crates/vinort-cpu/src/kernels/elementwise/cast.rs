@@ -18,6 +18,7 @@
 //! except 64-bit integers beyond 2^53 and long decimal strings, which round once before.
 
 use half::{bf16, f16};
+use vinort_ir::Values;
 use vinort_ir::{DType, Elem, Error, Result, RunContext, Tensor, Value};
 
 use super::broadcast::{unary_map, unary_slices};
@@ -367,13 +368,13 @@ struct Cast {
 }
 
 impl Kernel for Cast {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let to = match self.to {
             Some(t) => t,
             None => tensor_in(inputs, 1)?.dtype(),
         };
-        Ok(vec![cast_tensor_with(x, to, self.opts)?.into()])
+        Ok(smallvec::smallvec![cast_tensor_with(x, to, self.opts)?.into()])
     }
 }
 

@@ -16,6 +16,7 @@
 //! [Clip](https://onnx.ai/onnx/operators/onnx__Clip.html): bounds are attributes before opset
 //! 11 and optional scalar inputs from 11 on; every numeric type.
 
+use vinort_ir::Values;
 use vinort_ir::{DType, Elem, Error, Result, RunContext, Tensor, Value};
 
 use super::broadcast::unary_map;
@@ -351,8 +352,8 @@ fn int_op<T: Int>(op: Unary, x: &Tensor) -> Result<Tensor> {
 struct UnaryKernel(Unary);
 
 impl Kernel for UnaryKernel {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        Ok(vec![self.0.apply(tensor_in(inputs, 0)?)?.into()])
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
+        Ok(smallvec::smallvec![self.0.apply(tensor_in(inputs, 0)?)?.into()])
     }
 }
 
@@ -385,12 +386,12 @@ fn classify<T: Float>(x: &Tensor, c: Class) -> Result<Tensor> {
 struct ClassKernel(Class);
 
 impl Kernel for ClassKernel {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let c = self.0;
         let out = with_numeric!(float x.dtype(), |T| classify::<T>(x, c),
             dt => Err(bad_dtype(if matches!(c, Class::NaN) { "IsNaN" } else { "IsInf" }, dt)))?;
-        Ok(vec![out.into()])
+        Ok(smallvec::smallvec![out.into()])
     }
 }
 
@@ -448,13 +449,13 @@ fn clip_t<T: Numeric>(
 }
 
 impl Kernel for Clip {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let (lo, hi) =
             if self.attrs.is_some() { (None, None) } else { (opt_tensor_in(inputs, 1)?, opt_tensor_in(inputs, 2)?) };
         let a = self.attrs;
         let out = with_numeric!(x.dtype(), |T| clip_t::<T>(x, lo, hi, a), dt => Err(bad_dtype("Clip", dt)))?;
-        Ok(vec![out.into()])
+        Ok(smallvec::smallvec![out.into()])
     }
 }
 

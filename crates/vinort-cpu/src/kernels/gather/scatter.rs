@@ -66,6 +66,6 @@ fn tensorscatter_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         if let Some(e) = err {
             return Err(e);
         }
-        Ok(vec![Value::from(y)])
+        Ok(smallvec::smallvec![Value::from(y)])
     })))
 }

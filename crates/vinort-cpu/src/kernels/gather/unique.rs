@@ -3,6 +3,7 @@
 //! inverse indices and counts.
 
 use std::cmp::Ordering;
+use vinort_ir::Values;
 
 use vinort_ir::{DType, Elem, Error, Result, Tensor, Value};
 
@@ -38,7 +39,7 @@ fn cmp_elem<T: PartialOrd>(a: &T, b: &T) -> Ordering {
 }
 
 /// The four outputs of Unique: values, first indices, inverse indices and counts.
-pub fn unique<T: Elem + PartialOrd>(x: &Tensor, axis: Option<i64>, sorted: bool) -> Result<Vec<Value>> {
+pub fn unique<T: Elem + PartialOrd>(x: &Tensor, axis: Option<i64>, sorted: bool) -> Result<Values> {
     let src = x.as_slice::<T>()?;
     let (outer, n, inner, axis) = match axis {
         Some(a) => {
@@ -88,7 +89,7 @@ pub fn unique<T: Elem + PartialOrd>(x: &Tensor, axis: Option<i64>, sorted: bool)
         }
     });
     let ints = |v: Vec<i64>| Tensor::from_vec(&[v.len()], v);
-    Ok(vec![
+    Ok(smallvec::smallvec![
         Value::from(y),
         Value::from(ints(groups.iter().map(|g| g.0 as i64).collect())?),
         Value::from(ints(group_of.iter().map(|&g| g as i64).collect())?),

@@ -30,6 +30,7 @@
 //!   cannot flow on into a model as an empty image unnoticed.
 
 use std::io::Cursor;
+use vinort_ir::Values;
 
 use image::{DynamicImage, ImageBuffer, ImageFormat, ImageReader};
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
@@ -71,7 +72,7 @@ fn factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for ImageDecoder {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let t = tensor_in(inputs, 0)?;
         if t.rank() != 1 {
             return Err(Error::invalid(format!("encoded_stream must be 1-D, got shape {:?}", t.shape())));
@@ -79,7 +80,7 @@ impl Kernel for ImageDecoder {
         let img = decode(t.as_slice::<u8>()?)?;
         let (h, w) = (img.height() as usize, img.width() as usize);
         let (pixels, c) = convert(img, self.format);
-        Ok(vec![Tensor::from_vec(&[h, w, c], pixels)?.into()])
+        Ok(smallvec::smallvec![Tensor::from_vec(&[h, w, c], pixels)?.into()])
     }
 }
 

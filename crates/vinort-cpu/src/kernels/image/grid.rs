@@ -7,6 +7,7 @@
 //! bicubic filter uses a = -0.75. Padding is applied to each tap's index.
 
 use rayon::prelude::*;
+use vinort_ir::Values;
 use vinort_ir::tensor::numel;
 use vinort_ir::{Error, Result, RunContext, Value};
 
@@ -133,7 +134,7 @@ impl GridSample {
 }
 
 impl Kernel for GridSample {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let grid = tensor_in(inputs, 1)?;
         need_float(x, "GridSample input X")?;
@@ -213,7 +214,7 @@ impl Kernel for GridSample {
                 }
             }
         }
-        Ok(vec![Value::Tensor(store_acc(x.dtype(), &out_shape, &y)?)])
+        Ok(smallvec::smallvec![Value::Tensor(store_acc(x.dtype(), &out_shape, &y)?)])
     }
 }
 
@@ -237,7 +238,7 @@ impl AffineGrid {
 }
 
 impl Kernel for AffineGrid {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let theta = tensor_in(inputs, 0)?;
         need_float(theta, "AffineGrid theta")?;
         let size = tensor_in(inputs, 1)?.to_i64_vec()?;
@@ -270,6 +271,6 @@ impl Kernel for AffineGrid {
                 }
             }
         }
-        Ok(vec![Value::Tensor(store_acc(theta.dtype(), &shape, &out)?)])
+        Ok(smallvec::smallvec![Value::Tensor(store_acc(theta.dtype(), &shape, &out)?)])
     }
 }

@@ -4,6 +4,7 @@
 //! [NonMaxSuppression](https://onnx.ai/onnx/operators/onnx__NonMaxSuppression.html) (10, 11).
 //! Float arithmetic is done in f64.
 
+use vinort_ir::Values;
 use vinort_ir::tensor::{numel, strides_of, unravel};
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
@@ -34,7 +35,7 @@ fn col2im_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for Col2Im {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         need_float(x, "Col2Im input")?;
         let img = tensor_in(inputs, 1)?.to_i64_vec()?;
@@ -110,7 +111,7 @@ impl Kernel for Col2Im {
         }
         let mut shape = vec![n, c];
         shape.extend_from_slice(&img_u);
-        Ok(vec![Value::Tensor(store_acc(x.dtype(), &shape, &y)?)])
+        Ok(smallvec::smallvec![Value::Tensor(store_acc(x.dtype(), &shape, &y)?)])
     }
 }
 
@@ -123,7 +124,7 @@ fn center_crop_pad_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for CenterCropPad {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let shape = tensor_in(inputs, 1)?.to_i64_vec()?;
         let r = x.rank();
@@ -176,7 +177,7 @@ impl Kernel for CenterCropPad {
                 }
             })?
         };
-        Ok(vec![Value::Tensor(y)])
+        Ok(smallvec::smallvec![Value::Tensor(y)])
     }
 }
 
@@ -264,7 +265,7 @@ impl RoiAlign {
 }
 
 impl Kernel for RoiAlign {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let rois = tensor_in(inputs, 1)?;
         need_float(x, "RoiAlign X")?;
@@ -333,7 +334,7 @@ impl Kernel for RoiAlign {
                 }
             }
         }
-        Ok(vec![Value::Tensor(store_acc(x.dtype(), &[nr, c, oh, ow], &y)?)])
+        Ok(smallvec::smallvec![Value::Tensor(store_acc(x.dtype(), &[nr, c, oh, ow], &y)?)])
     }
 }
 
@@ -375,7 +376,7 @@ impl Nms {
 }
 
 impl Kernel for Nms {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let boxes = tensor_in(inputs, 0)?;
         let scores = tensor_in(inputs, 1)?;
         let first_f = |i: usize| -> Result<Option<f64>> {
@@ -415,6 +416,6 @@ impl Kernel for Nms {
             }
         }
         let rows = sel.len() / 3;
-        Ok(vec![Value::Tensor(Tensor::from_vec(&[rows, 3], sel)?)])
+        Ok(smallvec::smallvec![Value::Tensor(Tensor::from_vec(&[rows, 3], sel)?)])
     }
 }

@@ -11,6 +11,7 @@
 //! (and for Upsample) coordinates are `asymmetric` and nearest uses ONNX Runtime's rule: floor
 //! when upsampling, ceil when downsampling.
 
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::resample::Taps;
@@ -429,7 +430,7 @@ impl Resize {
 }
 
 impl Kernel for Resize {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let p = self.plan(x.shape(), inputs)?;
         if p.in_shape.iter().zip(&p.out_shape).any(|(i, o)| *i == 0 && *o != 0) {
@@ -442,6 +443,6 @@ impl Kernel for Resize {
         } else {
             self.run_interp::<f32>(x, &p)?
         };
-        Ok(vec![Value::Tensor(y)])
+        Ok(smallvec::smallvec![Value::Tensor(y)])
     }
 }

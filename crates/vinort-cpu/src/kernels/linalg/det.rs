@@ -1,6 +1,7 @@
 //! [Det](https://onnx.ai/onnx/operators/onnx__Det.html), opset 11–latest, f32, f64, f16 and
 //! bf16 (computed in f64 by LU decomposition, rounded once to the input type).
 
+use vinort_ir::Values;
 use vinort_ir::{Error, Result, Value};
 
 use crate::kernel::{FnKernel, Registry, tensor_in};
@@ -10,7 +11,7 @@ pub(crate) fn register(r: &mut Registry) {
     r.op("", "Det", |_| Ok(Box::new(FnKernel(det_kernel))));
 }
 
-fn det_kernel(inputs: &[Option<&Value>]) -> Result<Vec<Value>> {
+fn det_kernel(inputs: &[Option<&Value>]) -> Result<Values> {
     let x = tensor_in(inputs, 0)?;
     let s = x.shape();
     let r = s.len();
@@ -24,7 +25,7 @@ fn det_kernel(inputs: &[Option<&Value>]) -> Result<Vec<Value>> {
     } else {
         v.chunks_exact(m * m).map(|a| det(a.to_vec(), m)).collect()
     };
-    Ok(vec![Value::from(store_f64(x.dtype(), &s[..r - 2], &dets)?)])
+    Ok(smallvec::smallvec![Value::from(store_f64(x.dtype(), &s[..r - 2], &dets)?)])
 }
 
 /// Determinant of an `m`×`m` row-major matrix by LU decomposition with partial pivoting.

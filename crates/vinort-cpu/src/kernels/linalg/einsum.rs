@@ -1,6 +1,7 @@
 //! [Einsum](https://onnx.ai/onnx/operators/onnx__Einsum.html): equation parsing (ellipsis,
 //! implicit output, repeated labels) and a strided sum-of-products evaluator.
 
+use vinort_ir::Values;
 use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
 use crate::kernel::{Kernel, NodeInfo, Registry};
@@ -84,9 +85,9 @@ struct EinsumKernel {
 }
 
 impl Kernel for EinsumKernel {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let ts = (0..self.eq.inputs.len()).map(|i| crate::kernel::tensor_in(inputs, i)).collect::<Result<Vec<_>>>()?;
-        Ok(vec![Value::from(einsum(&self.eq, &ts)?)])
+        Ok(smallvec::smallvec![Value::from(einsum(&self.eq, &ts)?)])
     }
 }
 

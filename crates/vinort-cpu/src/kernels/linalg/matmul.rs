@@ -6,13 +6,16 @@
 //! two's-complement hardware would).
 
 use rayon::prelude::*;
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::common::{Real, View, check_dtype, from_compute, is_real, matmul_into, to_compute, widen_const};
 use super::packed::PackedB;
 use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in, tensors_in};
+use crate::kernels::conv::nchwc;
 use crate::kernels::epilogue::{Epilogue, Operands as EpiOperands};
 use crate::numeric::Numeric;
+use crate::per_shape::PerShape;
 
 const TYPES: [DType; 8] =
     [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U32, DType::U64];
@@ -124,10 +127,63 @@ impl MatMulPlan {
         };
         let pairs = self.a_offs.iter().zip(&self.b_offs);
         if self.batches() >= rayon::current_num_threads() && self.batches() > 1 {
-            out.par_chunks_mut(m * n).zip(pairs.collect::<Vec<_>>()).try_for_each(|x| job(x, false))
+            out.par_chunks_mut(m * n)
+                .enumerate()
+                .try_for_each(|(i, chunk)| job((chunk, (&self.a_offs[i], &self.b_offs[i])), false))
         } else {
             out.chunks_mut(m * n).zip(pairs).try_for_each(|x| job(x, true))
         }
+    }
+
+    /// The f32 product with each batch's B packed for the AVX-512 micro-kernel of
+    /// [`PackedB`] (attention's `Q·Kᵀ` and `P·V`, any MatMul of two runtime values): the packed
+    /// copy comes from the buffer pool, so a steady-state run allocates nothing, where `gemm`
+    /// allocates on every call. B is packed once when every batch shares it. None when this
+    /// CPU lacks the micro-kernel or A has too few rows to pay for packing.
+    fn packed(&self, a: &[f32], b: &[f32], out: &mut [f32]) -> Option<Result<()>> {
+        let (m, n, k) = (self.m, self.n, self.k);
+        if m < PACKED_MIN_ROWS
+            || n == 0
+            || k == 0
+            || out.is_empty()
+            || out.len() != self.batches() * m * n
+            || !nchwc::available()
+        {
+            return None;
+        }
+        let range = |off: usize, len: usize, of: &'static str| {
+            off.checked_add(len)
+                .ok_or_else(|| Error::invalid(format!("MatMul {of} offset out of range")))
+                .map(|e| off..e)
+        };
+        let pack = |bo: usize| -> Result<PackedB> {
+            let b = b.get(range(bo, k * n, "B")?).ok_or_else(|| Error::invalid("MatMul B offset out of range"))?;
+            PackedB::new(b, k, n).ok_or_else(|| Error::invalid("MatMul B could not be packed"))
+        };
+        let job = |i: usize, chunk: &mut [f32], p: &PackedB| -> Result<()> {
+            let a = a
+                .get(range(self.a_offs[i], m * k, "A")?)
+                .ok_or_else(|| Error::invalid("MatMul A offset out of range"))?;
+            p.product(a, chunk, None, None, None)
+        };
+        let b_shared = self.b_offs.iter().all(|o| *o == 0);
+        let a_dense = self.a_offs.iter().enumerate().all(|(i, o)| *o == i * m * k);
+        Some((|| {
+            if b_shared {
+                let p = pack(0)?;
+                if a_dense {
+                    // One tall product over every batch's rows.
+                    let a = a.get(..self.batches() * m * k).ok_or_else(|| Error::invalid("MatMul A is too short"))?;
+                    return p.product(a, out, None, None, None);
+                }
+                return out.chunks_mut(m * n).enumerate().try_for_each(|(i, c)| job(i, c, &p));
+            }
+            if self.batches() >= rayon::current_num_threads() && self.batches() > 1 {
+                out.par_chunks_mut(m * n).enumerate().try_for_each(|(i, c)| job(i, c, &pack(self.b_offs[i])?))
+            } else {
+                out.chunks_mut(m * n).enumerate().try_for_each(|(i, c)| job(i, c, &pack(self.b_offs[i])?))
+            }
+        })())
     }
 
     /// The integer product of `a` and `b` (aligned tensors of `T`) as a new tensor.
@@ -172,6 +228,8 @@ struct MatMul {
     packed: Option<PackedB>,
     /// What the graph optimizer fused after it.
     epi: Epilogue,
+    /// The broadcast plan of the last pair of input shapes.
+    plans: PerShape<MatMulPlan>,
 }
 
 /// Products with fewer rows of A go to the GEMM crate: a tile of one or two rows leaves the
@@ -199,17 +257,20 @@ pub(crate) fn fused_matmul_factory(info: &NodeInfo<'_>, epi: Epilogue) -> Result
         }
         _ => None,
     };
-    Ok(Box::new(MatMul { b, packed, epi }))
+    Ok(Box::new(MatMul { b, packed, epi, plans: PerShape::default() }))
 }
 
 impl Kernel for MatMul {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let a = tensor_in(inputs, 0)?;
         let b = tensor_in(inputs, 1)?;
         if a.dtype() != b.dtype() {
             return Err(Error::invalid(format!("MatMul inputs differ in type: {} and {}", a.dtype(), b.dtype())));
         }
-        let plan = MatMulPlan::new(a.shape(), b.shape())?;
+        // Keyed by both shapes; the separator is no extent a tensor in memory can have.
+        let key: smallvec::SmallVec<[usize; 16]> =
+            a.shape().iter().chain(&[usize::MAX]).chain(b.shape()).copied().collect();
+        let plan = self.plans.get(&key, || MatMulPlan::new(a.shape(), b.shape()))?;
         let dtype = a.dtype();
         let len: usize = plan.out_shape.iter().product();
         let z = self.epi.operands(inputs, len)?;
@@ -225,7 +286,7 @@ impl Kernel for MatMul {
             let y = Tensor::try_build_full::<f32, Error>(&plan.out_shape, |o| {
                 p.product(a.as_slice::<f32>()?, o, bias, z.z, self.epi.act)
             })?;
-            return Ok(vec![y.into()]);
+            return Ok(smallvec::smallvec![y.into()]);
         }
         let y = if is_real(dtype) {
             let ac = to_compute(a)?;
@@ -238,7 +299,11 @@ impl Kernel for MatMul {
                     Tensor::try_build::<f64, Error>(&plan.out_shape, |o| plan.real(ac.as_slice()?, bc.as_slice()?, o))?
                 }
                 _ => Tensor::try_build::<f32, Error>(&plan.out_shape, |o| {
-                    plan.real(ac.as_slice()?, bc.as_slice()?, o)?;
+                    let (a, b) = (ac.as_slice()?, bc.as_slice()?);
+                    match plan.packed(a, b, o) {
+                        Some(done) => done?,
+                        None => plan.real(a, b, o)?,
+                    }
                     self.epi.apply(o, 0, plan.out_shape.last().copied().unwrap_or(1), z)
                 })?,
             };
@@ -253,7 +318,7 @@ impl Kernel for MatMul {
                 d => return Err(Error::unsupported(format!("MatMul does not support {d}"))),
             }
         };
-        Ok(vec![y.into()])
+        Ok(smallvec::smallvec![y.into()])
     }
 }
 
@@ -385,7 +450,7 @@ impl Gemm {
 }
 
 impl Kernel for Gemm {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let [a, b] = tensors_in(inputs)?;
         let c = opt_tensor_in(inputs, 2)?;
         let dtype = a.dtype();
@@ -430,6 +495,6 @@ impl Kernel for Gemm {
                 d => return Err(Error::unsupported(format!("Gemm does not support {d}"))),
             }
         };
-        Ok(vec![y.into()])
+        Ok(smallvec::smallvec![y.into()])
     }
 }

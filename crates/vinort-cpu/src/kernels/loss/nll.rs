@@ -1,6 +1,7 @@
 //! [NegativeLogLikelihoodLoss](https://onnx.ai/onnx/operators/onnx__NegativeLogLikelihoodLoss.html) and
 //! [SoftmaxCrossEntropyLoss](https://onnx.ai/onnx/operators/onnx__SoftmaxCrossEntropyLoss.html).
 
+use vinort_ir::Values;
 use vinort_ir::{Error, Node, Result, RunContext, Value};
 
 use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensors_in};
@@ -70,7 +71,7 @@ struct LossKernel {
 }
 
 impl Kernel for LossKernel {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let [x, target] = tensors_in(inputs)?;
         let weight = opt_tensor_in(inputs, 2)?;
         let shape = x.shape();
@@ -84,7 +85,7 @@ impl Kernel for LossKernel {
         let t = target.to_i64_vec()?;
         let w = weight.map(load_f64).transpose()?;
         let (loss, loss_shape) = nll(&vals, shape, &t, target.shape(), w.as_deref(), self.attrs)?;
-        let mut out = vec![Value::from(store_f64(x.dtype(), &loss_shape, &loss)?)];
+        let mut out: Values = smallvec::smallvec![Value::from(store_f64(x.dtype(), &loss_shape, &loss)?)];
         if self.log_prob_out {
             out.push(Value::from(store_f64(x.dtype(), shape, &vals)?));
         }

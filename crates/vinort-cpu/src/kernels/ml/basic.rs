@@ -6,6 +6,7 @@
 //! lie in `0..last_dim`. Binarizer maps `x > threshold` to 1 and everything else (NaN
 //! included) to 0, for every numeric type; integers are compared exactly.
 
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, Tensor, Value};
 
 use super::{ML_DOMAIN, ML_MAX_OPSET, greater_than};
@@ -17,7 +18,7 @@ pub(crate) fn register(r: &mut Registry) {
         Ok(Box::new(FnKernel(|inputs: &[Option<&Value>]| {
             let x = tensor_in(inputs, 0)?;
             let y = tensor_in(inputs, 1)?;
-            Ok(vec![array_feature_extractor(x, y)?.into()])
+            Ok(smallvec::smallvec![array_feature_extractor(x, y)?.into()])
         })))
     });
     r.add(ML_DOMAIN, "Binarizer", 1..=ML_MAX_OPSET, binarizer_factory);
@@ -70,8 +71,8 @@ fn binarizer_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for Binarizer {
-    fn run(&self, inputs: &[Option<&Value>], _: &vinort_ir::RunContext) -> Result<Vec<Value>> {
-        Ok(vec![binarize(tensor_in(inputs, 0)?, self.threshold)?.into()])
+    fn run(&self, inputs: &[Option<&Value>], _: &vinort_ir::RunContext) -> Result<Values> {
+        Ok(smallvec::smallvec![binarize(tensor_in(inputs, 0)?, self.threshold)?.into()])
     }
 }
 

@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use vinort_ir::Values;
 
 use vinort_ir::{DType, Error, Node, Result, RunContext, Tensor, Value};
 
@@ -258,8 +259,8 @@ fn v2_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for Encoder {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        Ok(vec![self.encode(tensor_in(inputs, 0)?)?.into()])
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
+        Ok(smallvec::smallvec![self.encode(tensor_in(inputs, 0)?)?.into()])
     }
 }
 
@@ -297,13 +298,13 @@ fn v1_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for V1 {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let enc = match x.dtype() {
             DType::String => &self.to_int,
             DType::I64 => &self.to_string,
             other => return Err(Error::invalid(format!("LabelEncoder-1 maps string or int64 inputs, got {other}"))),
         };
-        Ok(vec![enc.encode(x)?.into()])
+        Ok(smallvec::smallvec![enc.encode(x)?.into()])
     }
 }

@@ -14,6 +14,7 @@
 //! A symmetric window of one sample would divide by zero; it is `[1]`, as in numpy and PyTorch.
 
 use std::f64::consts::{LN_10, PI};
+use vinort_ir::Values;
 
 use vinort_ir::{DType, Error, Result, RunContext, Value};
 
@@ -74,12 +75,12 @@ fn window_factory(info: &NodeInfo<'_>, window: Window) -> Result<Box<dyn Kernel>
 }
 
 impl Kernel for WindowKernel {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let size = scalar_i64(tensor_in(inputs, 0)?, "size")?;
         let size =
             usize::try_from(size).map_err(|_| Error::invalid(format!("size must be non-negative, got {size}")))?;
         let v = self.window.values(size, self.periodic);
-        Ok(vec![store_f64(self.dtype, &[size], &v)?.into()])
+        Ok(smallvec::smallvec![store_f64(self.dtype, &[size], &v)?.into()])
     }
 }
 
@@ -165,7 +166,7 @@ fn mel_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for Mel {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let int = |i: usize, what: &str| scalar_i64(tensor_in(inputs, i)?, what);
         let float = |i: usize, what: &str| -> Result<f64> {
             let t = tensor_in(inputs, i)?;
@@ -181,6 +182,6 @@ impl Kernel for Mel {
             float(3, "lower_edge_hertz")?,
             float(4, "upper_edge_hertz")?,
         )?;
-        Ok(vec![store_f64(self.dtype, &shape, &v)?.into()])
+        Ok(smallvec::smallvec![store_f64(self.dtype, &shape, &v)?.into()])
     }
 }

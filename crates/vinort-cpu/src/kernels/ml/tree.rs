@@ -24,6 +24,7 @@
 //! performance hint and is ignored.
 
 use rayon::prelude::*;
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Node, Result, RunContext, Tensor, Value};
 
 use super::{ML_DOMAIN, ML_MAX_OPSET, store_f64};
@@ -382,8 +383,8 @@ impl TreeEnsemble {
 }
 
 impl Kernel for TreeEnsemble {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        Ok(vec![self.predict(tensor_in(inputs, 0)?)?.into()])
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
+        Ok(smallvec::smallvec![self.predict(tensor_in(inputs, 0)?)?.into()])
     }
 }
 

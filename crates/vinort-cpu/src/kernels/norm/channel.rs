@@ -5,6 +5,7 @@
 //! [InstanceNormalization](https://onnx.ai/onnx/operators/onnx__InstanceNormalization.html) (1–22) and
 //! [GroupNormalization](https://onnx.ai/onnx/operators/onnx__GroupNormalization.html) (18, 21).
 
+use vinort_ir::Values;
 use vinort_ir::tensor::numel;
 use vinort_ir::{Error, Result, Tensor, Value};
 
@@ -59,7 +60,7 @@ impl FloatKernel for BatchNorm {
         })
     }
 
-    fn run_t<T: Float>(&self, x: &Tensor, inputs: &[Option<&Value>]) -> Result<Vec<Value>> {
+    fn run_t<T: Float>(&self, x: &Tensor, inputs: &[Option<&Value>]) -> Result<Values> {
         let (n, c, s) = ncs(x.shape(), "BatchNormalization")?;
         let scale = per_channel::<T::R>(tensor_in(inputs, 1)?, c, "scale")?;
         let b = per_channel::<T::R>(tensor_in(inputs, 2)?, c, "B")?;
@@ -83,12 +84,12 @@ impl FloatKernel for BatchNorm {
             });
         });
         if !self.training {
-            return Ok(vec![y.into()]);
+            return Ok(smallvec::smallvec![y.into()]);
         }
         let mo = T::R::from_f64(self.momentum as f64);
         let run_mean: Vec<T::R> = in_mean.iter().zip(&mean).map(|(i, m)| *i * mo + *m * (T::R::ONE - mo)).collect();
         let run_var: Vec<T::R> = in_var.iter().zip(&var).map(|(i, v)| *i * mo + *v * (T::R::ONE - mo)).collect();
-        Ok(vec![
+        Ok(smallvec::smallvec![
             y.into(),
             store_real(mean_t.dtype(), &[c], &run_mean)?.into(),
             store_real(var_t.dtype(), &[c], &run_var)?.into(),
@@ -126,7 +127,7 @@ impl FloatKernel for InstanceNorm {
         Ok(InstanceNorm { eps: info.node.attr_or::<f32>("epsilon", 1e-5)? })
     }
 
-    fn run_t<T: Float>(&self, x: &Tensor, inputs: &[Option<&Value>]) -> Result<Vec<Value>> {
+    fn run_t<T: Float>(&self, x: &Tensor, inputs: &[Option<&Value>]) -> Result<Values> {
         let (scale, bias) = (tensor_in(inputs, 1)?, tensor_in(inputs, 2)?);
         let (_, c, s) = ncs(x.shape(), "InstanceNormalization")?;
         let scale = per_channel::<T::R>(scale, c, "scale")?;
@@ -144,7 +145,7 @@ impl FloatKernel for InstanceNorm {
                 }
             });
         });
-        Ok(vec![y.into()])
+        Ok(smallvec::smallvec![y.into()])
     }
 }
 
@@ -162,7 +163,7 @@ impl FloatKernel for GroupNorm {
         Ok(GroupNorm { eps: n.attr_or::<f32>("epsilon", 1e-5)?, groups, per_group: n.opset < 21 })
     }
 
-    fn run_t<T: Float>(&self, x: &Tensor, inputs: &[Option<&Value>]) -> Result<Vec<Value>> {
+    fn run_t<T: Float>(&self, x: &Tensor, inputs: &[Option<&Value>]) -> Result<Values> {
         let (scale, bias) = (tensor_in(inputs, 1)?, tensor_in(inputs, 2)?);
         let (_, c, s) = ncs(x.shape(), "GroupNormalization")?;
         let g = self.groups;
@@ -191,6 +192,6 @@ impl FloatKernel for GroupNorm {
                 }
             });
         });
-        Ok(vec![y.into()])
+        Ok(smallvec::smallvec![y.into()])
     }
 }

@@ -11,6 +11,7 @@
 //! (f64 stays f64), so no kernel accumulates in a 16-bit type.
 
 use rayon::prelude::*;
+use vinort_ir::Values;
 use vinort_ir::{DType, Elem, Error, Node, Result, RunContext, Tensor, Value};
 
 use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in, with_numeric};
@@ -107,7 +108,7 @@ pub(crate) trait FloatKernel: Send + Sync + Sized + 'static {
     /// Reads the node's attributes; called once input 0 is known not to be a non-float type.
     fn new(info: &NodeInfo<'_>) -> Result<Self>;
     /// Runs with input 0, `x`, holding `T` (all inputs at hand for the others).
-    fn run_t<T: Float>(&self, x: &Tensor, inputs: &[Option<&Value>]) -> Result<Vec<Value>>;
+    fn run_t<T: Float>(&self, x: &Tensor, inputs: &[Option<&Value>]) -> Result<Values>;
 }
 
 /// The factory of a [`FloatKernel`]: refuses a known non-float input 0, then reads attributes.
@@ -120,7 +121,7 @@ pub(crate) fn float_factory<K: FloatKernel>(info: &NodeInfo<'_>) -> Result<Box<d
 pub(crate) struct FloatOnly<K>(K);
 
 impl<K: FloatKernel> Kernel for FloatOnly<K> {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         with_numeric!(float x.dtype(), |T| self.0.run_t::<T>(x, inputs), other => Err(not_float(other)))
     }

@@ -5,6 +5,7 @@
 //! f64, f16 and bf16 (statistics in f32, or f64 for f64 data), and the pieces the other
 //! normalisations share (row statistics, float stores).
 
+use vinort_ir::Values;
 use vinort_ir::tensor::numel;
 use vinort_ir::{DType, Result, Tensor, Value};
 
@@ -59,21 +60,27 @@ pub(super) fn sum_by<T: Float>(x: &[T], f: impl Fn(T::R) -> T::R) -> T::R {
 
 /// Scale or bias of LayerNormalization / RMSNormalization after unidirectional broadcasting
 /// to X: one row shared by every normalised row (the usual case), or the full tensor.
-enum Affine<R> {
-    Row(Vec<R>),
+/// A row already of the compute type and of the normalised extent is read in place.
+enum Affine<'a, R: Clone> {
+    Row(std::borrow::Cow<'a, [R]>),
     Full(Vec<R>),
 }
 
-impl<R: Real> Affine<R> {
-    fn new(t: &Tensor, shape: &[usize], axis: usize) -> Result<Affine<R>> {
-        let v = load_real::<R>(t)?;
+impl<'a, R: Real + Clone> Affine<'a, R> {
+    fn new(t: &'a Tensor, shape: &[usize], axis: usize) -> Result<Affine<'a, R>> {
         let mut from = t.shape();
         let tail = shape.len() - axis;
         while from.len() > tail && from.first() == Some(&1) {
             from = &from[1..];
         }
+        if from == &shape[axis..]
+            && let Ok(row) = t.as_slice::<R>()
+        {
+            return Ok(Affine::Row(std::borrow::Cow::Borrowed(row)));
+        }
+        let v = load_real::<R>(t)?;
         if from.len() <= tail {
-            Ok(Affine::Row(broadcast_to(&v, from, &shape[axis..])?))
+            Ok(Affine::Row(std::borrow::Cow::Owned(broadcast_to(&v, from, &shape[axis..])?)))
         } else {
             Ok(Affine::Full(broadcast_to(&v, t.shape(), shape)?))
         }
@@ -100,6 +107,8 @@ struct LayerNorm {
     inv_out: bool,
     /// Element type of the Mean / InvStdDev outputs (`U`: float or bfloat16).
     stat_dtype: DType,
+    /// The node asks for more than Y (Mean and InvStdDev, or inv_std_var).
+    want_stats: bool,
 }
 
 impl FloatKernel for LayerNorm {
@@ -117,10 +126,11 @@ impl FloatKernel for LayerNorm {
             rms: matches!(n.op_type.as_str(), "RMSNormalization" | "SimplifiedLayerNormalization"),
             inv_out: n.op_type == "SimplifiedLayerNormalization",
             stat_dtype,
+            want_stats: n.outputs.iter().skip(1).any(Option::is_some),
         })
     }
 
-    fn run_t<T: Float>(&self, x: &Tensor, inputs: &[Option<&Value>]) -> Result<Vec<Value>> {
+    fn run_t<T: Float>(&self, x: &Tensor, inputs: &[Option<&Value>]) -> Result<Values> {
         let scale = tensor_in(inputs, 1)?;
         let bias = if self.rms { None } else { opt_tensor_in(inputs, 2)? };
         let shape = x.shape();
@@ -131,49 +141,60 @@ impl FloatKernel for LayerNorm {
         let bias = bias.map(|b| Affine::<T::R>::new(b, shape, a)).transpose()?;
         let eps = T::R::from_f64(self.eps as f64);
         let outer = numel(&shape[..a]);
-        let mut stats = vec![T::R::ZERO; outer * 2];
         let rms = self.rms;
-        for_rows(xs, inner, &mut stats, 2, |_, xr, st| {
-            let (m, inv) = if rms {
+        let row_stats = |xr: &[T]| {
+            if rms {
                 let n = T::R::from_f64(xr.len() as f64);
                 let q = sum_by(xr, |v| v * v);
                 (T::R::ZERO, T::R::ONE / (q / n + eps).sqrt())
             } else {
                 mean_inv(xr, eps)
-            };
+            }
+        };
+        let normalise = |r: usize, xr: &[T], yr: &mut [T], (m, inv): (T::R, T::R)| {
+            let sc = scale.row(r, inner);
+            match &bias {
+                Some(b) => {
+                    for (((o, v), s), b) in yr.iter_mut().zip(xr).zip(sc).zip(b.row(r, inner)) {
+                        *o = T::store((v.load() - m) * inv * *s + *b);
+                    }
+                }
+                None => {
+                    for ((o, v), s) in yr.iter_mut().zip(xr).zip(sc) {
+                        *o = T::store((v.load() - m) * inv * *s);
+                    }
+                }
+            }
+        };
+        if !self.want_stats {
+            // Y alone: each row's statistics are used where they are computed, nothing kept.
+            let y = Tensor::build_full::<T>(shape, |y| {
+                for_rows(xs, inner, y, inner, |r, xr, yr| normalise(r, xr, yr, row_stats(xr)));
+            });
+            return Ok(smallvec::smallvec![y.into()]);
+        }
+        let mut stats = vec![T::R::ZERO; outer * 2];
+        for_rows(xs, inner, &mut stats, 2, |_, xr, st| {
+            let (m, inv) = row_stats(xr);
             st.copy_from_slice(&[m, inv]);
         });
         let y = Tensor::build::<T>(shape, |y| {
             for_rows(xs, inner, y, inner, |r, xr, yr| {
-                let (m, inv) = match stats.get(2 * r..2 * r + 2) {
-                    Some([m, i]) => (*m, *i),
-                    _ => return,
-                };
-                let sc = scale.row(r, inner);
-                match &bias {
-                    Some(b) => {
-                        for (((o, v), s), b) in yr.iter_mut().zip(xr).zip(sc).zip(b.row(r, inner)) {
-                            *o = T::store((v.load() - m) * inv * *s + *b);
-                        }
-                    }
-                    None => {
-                        for ((o, v), s) in yr.iter_mut().zip(xr).zip(sc) {
-                            *o = T::store((v.load() - m) * inv * *s);
-                        }
-                    }
+                if let Some([m, i]) = stats.get(2 * r..2 * r + 2) {
+                    normalise(r, xr, yr, (*m, *i));
                 }
             });
         });
         if rms && !self.inv_out {
-            return Ok(vec![y.into()]);
+            return Ok(smallvec::smallvec![y.into()]);
         }
         let stat_shape: Vec<usize> = shape.iter().enumerate().map(|(i, d)| if i < a { *d } else { 1 }).collect();
         let mean: Vec<T::R> = stats.iter().step_by(2).copied().collect();
         let inv: Vec<T::R> = stats.iter().skip(1).step_by(2).copied().collect();
         if rms {
-            return Ok(vec![y.into(), store_real(self.stat_dtype, &stat_shape, &inv)?.into()]);
+            return Ok(smallvec::smallvec![y.into(), store_real(self.stat_dtype, &stat_shape, &inv)?.into()]);
         }
-        Ok(vec![
+        Ok(smallvec::smallvec![
             y.into(),
             store_real(self.stat_dtype, &stat_shape, &mean)?.into(),
             store_real(self.stat_dtype, &stat_shape, &inv)?.into(),

@@ -8,6 +8,7 @@
 //! numerically stable: the row maximum is subtracted before exponentiating. An f32 Softmax over
 //! the last axis runs [`crate::vmath::softmax_row`] (vectorized exp and sums).
 
+use vinort_ir::Values;
 use vinort_ir::tensor::numel;
 use vinort_ir::{DType, Result, Tensor, Value};
 
@@ -48,7 +49,7 @@ impl FloatKernel for Softmax {
         Ok(Softmax { kind, axis, flatten })
     }
 
-    fn run_t<T: Float>(&self, x: &Tensor, _: &[Option<&Value>]) -> Result<Vec<Value>> {
+    fn run_t<T: Float>(&self, x: &Tensor, _: &[Option<&Value>]) -> Result<Values> {
         let shape = x.shape();
         let a = norm_axis(self.axis, shape.len())?;
         let (n, inner) = if self.flatten { (numel(&shape[a..]), 1) } else { (shape[a], numel(&shape[a + 1..])) };
@@ -58,7 +59,7 @@ impl FloatKernel for Softmax {
             let y = Tensor::build::<f32>(shape, |out| {
                 for_rows(xs, n, out, n, |_, xr, yr| crate::vmath::softmax_row(xr, yr))
             });
-            return Ok(vec![y.into()]);
+            return Ok(smallvec::smallvec![y.into()]);
         }
         let xs = x.as_slice::<T>()?;
         let y = Tensor::build::<T>(shape, |out| {
@@ -69,7 +70,7 @@ impl FloatKernel for Softmax {
                 for_rows(xs, block, out, block, |_, xb, yb| strided(kind, xb, yb, inner));
             }
         });
-        Ok(vec![y.into()])
+        Ok(smallvec::smallvec![y.into()])
     }
 }
 

@@ -4,6 +4,7 @@
 //! (9–13), [LpNormalization](https://onnx.ai/onnx/operators/onnx__LpNormalization.html) (1–22)
 //! and [LRN](https://onnx.ai/onnx/operators/onnx__LRN.html) (1–13).
 
+use vinort_ir::Values;
 use vinort_ir::tensor::numel;
 use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
@@ -32,14 +33,14 @@ fn mvn_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for Mvn {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         with_numeric!(float x.dtype(), |T| self.run_t::<T>(x), other => Err(not_float(other)))
     }
 }
 
 impl Mvn {
-    fn run_t<T: Float>(&self, x: &Tensor) -> Result<Vec<Value>>
+    fn run_t<T: Float>(&self, x: &Tensor) -> Result<Values>
     where
         T::R: crate::kernels::reduce::elem::RElem<A = T::R> + crate::kernels::reduce::elem::Acc,
     {
@@ -67,7 +68,7 @@ impl Mvn {
                 *y = T::store(*d / *s);
             }
         });
-        Ok(vec![y.into()])
+        Ok(smallvec::smallvec![y.into()])
     }
 }
 
@@ -86,7 +87,7 @@ impl FloatKernel for LpNorm {
         Ok(LpNorm { axis: n.attr_or::<i64>("axis", -1)?, p })
     }
 
-    fn run_t<T: Float>(&self, x: &Tensor, _: &[Option<&Value>]) -> Result<Vec<Value>> {
+    fn run_t<T: Float>(&self, x: &Tensor, _: &[Option<&Value>]) -> Result<Values> {
         let shape = x.shape();
         let a = norm_axis(self.axis, shape.len())?;
         let (n, inner) = (shape[a], numel(&shape[a + 1..]));
@@ -117,7 +118,7 @@ impl FloatKernel for LpNorm {
                 }
             });
         });
-        Ok(vec![y.into()])
+        Ok(smallvec::smallvec![y.into()])
     }
 }
 
@@ -140,7 +141,7 @@ impl FloatKernel for Lrn {
         })
     }
 
-    fn run_t<T: Float>(&self, x: &Tensor, _: &[Option<&Value>]) -> Result<Vec<Value>> {
+    fn run_t<T: Float>(&self, x: &Tensor, _: &[Option<&Value>]) -> Result<Values> {
         let (_, c, s) = ncs(x.shape(), "LRN")?;
         let xs = x.as_slice::<T>()?;
         let (before, after) = ((self.size - 1) / 2, self.size / 2);
@@ -171,6 +172,6 @@ impl FloatKernel for Lrn {
                 }
             });
         });
-        Ok(vec![y.into()])
+        Ok(smallvec::smallvec![y.into()])
     }
 }

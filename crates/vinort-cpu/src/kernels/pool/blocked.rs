@@ -10,16 +10,28 @@
 
 use rayon::prelude::*;
 use smallvec::SmallVec;
+use vinort_ir::Values;
 use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
 use crate::kernel::{Kernel, NodeInfo};
 use crate::kernels::conv::nchwc::{BLOCK, input_f32};
 use crate::kernels::window::WindowAttrs;
+use crate::per_shape::PerShape;
 
 /// A blocked MaxPool.
 pub(crate) struct BlockedMaxPool {
     win: WindowAttrs,
     kernel: [usize; 2],
+    /// For the last input extents: the output extents and each output row's and column's
+    /// input taps.
+    windows: PerShape<Windows>,
+}
+
+/// Output extents and the taps of every output row and column.
+struct Windows {
+    out: [usize; 2],
+    rows: Vec<SmallVec<[usize; 4]>>,
+    cols: Vec<SmallVec<[usize; 4]>>,
 }
 
 impl BlockedMaxPool {
@@ -33,7 +45,7 @@ impl BlockedMaxPool {
             Some(&[kh, kw]) if kh > 0 && kw > 0 => [kh, kw],
             other => return Err(Error::invalid(format!("an NCHWc MaxPool needs a 2-D kernel_shape, got {other:?}"))),
         };
-        Ok(BlockedMaxPool { win, kernel })
+        Ok(BlockedMaxPool { win, kernel, windows: PerShape::default() })
     }
 }
 
@@ -43,16 +55,22 @@ fn taps(len: usize, out: usize, k: usize, s: usize, d: usize, pad: usize) -> Vec
 }
 
 impl Kernel for BlockedMaxPool {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let (x, s) = input_f32(inputs, 0)?;
         let &[n, cb, h, w, BLOCK] = s.as_slice() else {
             return Err(Error::invalid(format!("an NCHWc MaxPool takes [N, C/16, H, W, 16], got {s:?}")));
         };
-        let win = self.win.resolve(&self.kernel)?;
-        let g = win.geometry(&[h, w])?;
-        let [oh, ow] = [g.out[0], g.out[1]];
-        let rows = taps(h, oh, self.kernel[0], win.strides[0], win.dilations[0], g.pad_begin[0]);
-        let cols = taps(w, ow, self.kernel[1], win.strides[1], win.dilations[1], g.pad_begin[1]);
+        let windows = self.windows.get(&[h, w], || {
+            let win = self.win.resolve(&self.kernel)?;
+            let g = win.geometry(&[h, w])?;
+            let [oh, ow] = [g.out[0], g.out[1]];
+            Ok(Windows {
+                out: [oh, ow],
+                rows: taps(h, oh, self.kernel[0], win.strides[0], win.dilations[0], g.pad_begin[0]),
+                cols: taps(w, ow, self.kernel[1], win.strides[1], win.dilations[1], g.pad_begin[1]),
+            })
+        })?;
+        let ([oh, ow], rows, cols) = (windows.out, &windows.rows, &windows.cols);
         let x = x.as_slice::<f32>()?;
         let y = Tensor::try_build_full::<f32, Error>(&[n, cb, oh, ow, BLOCK], |y| {
             if y.is_empty() {
@@ -66,9 +84,9 @@ impl Kernel for BlockedMaxPool {
                 #[cfg(target_arch = "x86_64")]
                 if std::is_x86_feature_detected!("avx512f") {
                     // SAFETY: the CPU running this code has AVX-512F (checked just above).
-                    return unsafe { row_avx512(xp, row_in, &rows[oy], &cols, yr) };
+                    return unsafe { row_avx512(xp, row_in, &rows[oy], cols, yr) };
                 }
-                row(xp, row_in, &rows[oy], &cols, yr)
+                row(xp, row_in, &rows[oy], cols, yr)
             };
             if y.len() * self.kernel[0] * self.kernel[1] >= crate::par::ELEMENTS {
                 y.par_chunks_mut(row_out).enumerate().for_each(task);
@@ -77,7 +95,7 @@ impl Kernel for BlockedMaxPool {
             }
             Ok(())
         })?;
-        Ok(vec![y.into()])
+        Ok(smallvec::smallvec![y.into()])
     }
 }
 

@@ -11,11 +11,13 @@
 //! Averages and Lp norms are computed in f32 for f16/bf16.
 
 use rayon::prelude::*;
-use vinort_ir::{Attr, DType, Elem, Error, Result, RunContext, Tensor, Value};
+use vinort_ir::Values;
+use vinort_ir::{Attr, DType, Elem, Error, Result, RunContext, Shape, Tensor, Value};
 
 use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
 use crate::kernels::linalg::common::{Real, check_dtype, from_compute, to_compute};
 use crate::kernels::window::{WindowAttrs, to3};
+use crate::per_shape::PerShape;
 
 const FLOATS: [DType; 4] = [DType::F32, DType::F64, DType::F16, DType::BF16];
 const MAX_TYPES: [DType; 6] = [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I8, DType::U8];
@@ -44,6 +46,8 @@ struct Pool {
     column_major: bool,
     /// MaxPool's optional second output is connected.
     want_indices: bool,
+    /// The window tables and output shape of the last input shape.
+    prepared: PerShape<(Plan, Shape)>,
 }
 
 fn factory(info: &NodeInfo<'_>, kind: Kind, global: bool) -> Result<Box<dyn Kernel>> {
@@ -80,6 +84,7 @@ fn factory(info: &NodeInfo<'_>, kind: Kind, global: bool) -> Result<Box<dyn Kern
         window,
         column_major: node.attr_or("storage_order", 0i64)? == 1,
         want_indices: matches!(kind, Kind::Max) && !global && node.outputs.get(1).is_some_and(Option::is_some),
+        prepared: PerShape::default(),
     }))
 }
 
@@ -109,7 +114,13 @@ struct Plan {
     axes: [Axis; 3],
     i: [usize; 3],
     o: [usize; 3],
+    /// For a 1-D or 2-D pool whose windows are unit-step runs: the row and column runs that
+    /// [`max_plane_2d`] walks.
+    runs2d: Option<(Runs, Runs)>,
 }
+
+/// Per output position along one axis, its window as a run `start..end` of input positions.
+type Runs = Vec<(usize, usize)>;
 
 impl Plan {
     fn each(&self, mut f: impl FnMut(usize, &[usize], &[usize], &[usize], usize)) {
@@ -193,11 +204,7 @@ fn max_pool<T: MaxElem>(plan: &Plan, x: &[T], y: &mut [T], idx: Option<&mut [i64
         })
     };
     // A 1-D or 2-D pool whose windows are unit-step runs: the direct loops below.
-    // (The depth window must hold the one depth position: a depth pad as large as the kernel
-    // leaves it empty, and every output is then LOWEST.)
-    let flat = i0 == 1 && plan.o[0] == 1 && plan.axes[0].taps[0] == [0];
-    let ranges = flat.then(|| (runs(&plan.axes[1].taps), runs(&plan.axes[2].taps)));
-    if let Some((Some(rows), Some(cols))) = &ranges {
+    if let Some((rows, cols)) = &plan.runs2d {
         let plane2 = |(c, yp): (usize, &mut [T]), ip: Option<&mut [i64]>| {
             max_plane_2d(&x[c * pi..][..pi], i2, rows, cols, yp, ip.map(|ip| (ip, c * pi, column_major.then_some(i1))));
         };
@@ -378,10 +385,9 @@ fn avg_lp_pool<T: Real>(plan: &Plan, kind: Kind, x: &[T], y: &mut [T]) {
     });
 }
 
-impl Kernel for Pool {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        let x = tensor_in(inputs, 0)?;
-        let xs = x.shape();
+impl Pool {
+    /// The window tables and the output shape for an input of shape `xs`.
+    fn prepare(&self, xs: &[usize]) -> Result<(Plan, Shape)> {
         if xs.len() < 3 {
             return Err(Error::invalid(format!("pool input must be [N, C, spatial...], got {xs:?}")));
         }
@@ -390,7 +396,14 @@ impl Kernel for Pool {
             None => {
                 // Global pools take any spatial rank: fold it into one axis.
                 let n: usize = spatial.iter().product();
-                (vec![n], vec![1], vec![1], vec![0], vec![0], vec![1usize; spatial.len()])
+                (
+                    vec![n],
+                    vec![1],
+                    vec![1],
+                    smallvec::smallvec![0],
+                    smallvec::smallvec![0],
+                    smallvec::smallvec![1usize; spatial.len()],
+                )
             }
             Some(w) => {
                 let kernel = w.kernel.clone().unwrap_or_default();
@@ -410,27 +423,41 @@ impl Kernel for Pool {
             Some(_) => (to3(spatial, 1), to3(&out, 1)),
         };
         let (k, s, d, b, e) = (to3(&kernel, 1), to3(&strides, 1), to3(&dilations, 1), to3(&pb, 0), to3(&pe, 0));
-        let plan = Plan { axes: [0, 1, 2].map(|a| axis(i[a], o[a], k[a], s[a], d[a], b[a], e[a])), i, o };
-        let mut shape = xs[..2].to_vec();
+        let axes = [0, 1, 2].map(|a| axis(i[a], o[a], k[a], s[a], d[a], b[a], e[a]));
+        // (The depth window must hold the one depth position: a depth pad as large as the
+        // kernel leaves it empty, and every output is then LOWEST.)
+        let flat = i[0] == 1 && o[0] == 1 && axes[0].taps[0] == [0];
+        let runs2d = match flat.then(|| (runs(&axes[1].taps), runs(&axes[2].taps))) {
+            Some((Some(rows), Some(cols))) => Some((rows, cols)),
+            _ => None,
+        };
+        let plan = Plan { axes, i, o, runs2d };
+        let mut shape: Shape = xs[..2].into();
         shape.extend_from_slice(&out);
+        Ok((plan, shape))
+    }
+}
+
+impl Kernel for Pool {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
+        let x = tensor_in(inputs, 0)?;
+        let prepared = self.prepared.get(x.shape(), || self.prepare(x.shape()))?;
+        let (plan, shape) = (&prepared.0, prepared.1.as_slice());
 
         let dtype = x.dtype();
         let x = x.to_aligned();
-        let mut outputs = Vec::with_capacity(2);
+        let mut outputs = Values::new();
         match self.kind {
             Kind::Max => {
                 let pool_into = |indices: Option<&mut [i64]>| -> Result<Tensor> {
                     Ok(match dtype {
-                        DType::F32 => max_pool_tensor::<f32>(&plan, &shape, &x, indices, self.column_major)?,
-                        DType::F64 => max_pool_tensor::<f64>(&plan, &shape, &x, indices, self.column_major)?,
-                        DType::I8 => max_pool_tensor::<i8>(&plan, &shape, &x, indices, self.column_major)?,
-                        DType::U8 => max_pool_tensor::<u8>(&plan, &shape, &x, indices, self.column_major)?,
+                        DType::F32 => max_pool_tensor::<f32>(plan, shape, &x, indices, self.column_major)?,
+                        DType::F64 => max_pool_tensor::<f64>(plan, shape, &x, indices, self.column_major)?,
+                        DType::I8 => max_pool_tensor::<i8>(plan, shape, &x, indices, self.column_major)?,
+                        DType::U8 => max_pool_tensor::<u8>(plan, shape, &x, indices, self.column_major)?,
                         DType::F16 | DType::BF16 => {
                             let xc = to_compute(&x)?;
-                            from_compute(
-                                max_pool_tensor::<f32>(&plan, &shape, &xc, indices, self.column_major)?,
-                                dtype,
-                            )?
+                            from_compute(max_pool_tensor::<f32>(plan, shape, &xc, indices, self.column_major)?, dtype)?
                         }
                         d => return Err(Error::unsupported(format!("MaxPool on {d}"))),
                     })
@@ -438,7 +465,7 @@ impl Kernel for Pool {
                 if self.want_indices {
                     // The indices are written in place into their output tensor (no copy).
                     let mut y = None;
-                    let indices = Tensor::try_build::<i64, Error>(&shape, |ind| {
+                    let indices = Tensor::try_build::<i64, Error>(shape, |ind| {
                         y = Some(pool_into(Some(ind))?);
                         Ok(())
                     })?;
@@ -451,12 +478,12 @@ impl Kernel for Pool {
             kind => {
                 let xc = to_compute(&x)?;
                 let y = match xc.dtype() {
-                    DType::F64 => Tensor::try_build::<f64, Error>(&shape, |y| {
-                        avg_lp_pool(&plan, kind, xc.as_slice()?, y);
+                    DType::F64 => Tensor::try_build::<f64, Error>(shape, |y| {
+                        avg_lp_pool(plan, kind, xc.as_slice()?, y);
                         Ok(())
                     })?,
-                    _ => Tensor::try_build::<f32, Error>(&shape, |y| {
-                        avg_lp_pool(&plan, kind, xc.as_slice()?, y);
+                    _ => Tensor::try_build::<f32, Error>(shape, |y| {
+                        avg_lp_pool(plan, kind, xc.as_slice()?, y);
                         Ok(())
                     })?,
                 };

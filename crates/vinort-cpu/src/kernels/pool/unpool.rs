@@ -38,17 +38,17 @@ fn maxunpool_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         if s.len() != k + 2 || idx.len() != x.len() {
             return Err(Error::invalid(format!("MaxUnpool input shape {s:?} does not fit the kernel and indices")));
         }
-        let mut inferred = vec![s[0], s[1]];
+        let mut inferred: vinort_ir::Shape = smallvec::smallvec![s[0], s[1]];
         for d in 0..k {
             let v = (s[d + 2] as i64 - 1) * strides[d] - pads[d] - pads[k + d] + kernel[d];
             inferred.push(usize::try_from(v).map_err(|_| Error::invalid("MaxUnpool output extent is negative"))?);
         }
         let shape = match opt_tensor_in(inputs, 2)? {
             Some(t) => t
-                .to_i64_vec()?
-                .into_iter()
-                .map(|v| usize::try_from(v).map_err(|_| Error::invalid("negative output_shape")))
-                .collect::<Result<Vec<_>>>()?,
+                .i64s()?
+                .iter()
+                .map(|v| usize::try_from(*v).map_err(|_| Error::invalid("negative output_shape")))
+                .collect::<Result<vinort_ir::Shape>>()?,
             None => inferred.clone(),
         };
         if shape.len() != inferred.len() || shape.iter().zip(&inferred).any(|(a, b)| a < b) {
@@ -92,7 +92,7 @@ fn maxunpool_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
                 off
             })?
         };
-        Ok(vec![Value::from(y)])
+        Ok(smallvec::smallvec![Value::from(y)])
     })))
 }
 

@@ -20,7 +20,7 @@ fn factory(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         let x32 = x.as_slice::<f32>()?;
         let (scale, zp) = scale_and_zero_point(x32);
         let y = Tensor::build_full::<u8>(x.shape(), |y| quantize_into(x32, scale, zp, y));
-        Ok(vec![y.into(), Tensor::scalar(scale).into(), Tensor::scalar(zp).into()])
+        Ok(smallvec::smallvec![y.into(), Tensor::scalar(scale).into(), Tensor::scalar(zp).into()])
     })))
 }
 

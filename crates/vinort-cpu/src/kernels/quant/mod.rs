@@ -69,6 +69,35 @@ pub(crate) fn load_f32(t: &Tensor) -> Result<Vec<f32>> {
     })
 }
 
+/// The element of a one-element integer tensor of 32 bits or fewer (a zero point), read in
+/// place: [`load_i32`] would allocate a `Vec` every run.
+pub(crate) fn one_i32(t: &Tensor) -> Result<i32> {
+    let b = t.as_bytes();
+    if t.len() != 1 || b.len() != t.dtype().size() {
+        return Err(Error::invalid(format!("expected one element, got shape {:?}", t.shape())));
+    }
+    Ok(match t.dtype() {
+        DType::I8 | DType::I4 | DType::I2 => i32::from(b[0] as i8),
+        DType::U8 | DType::U4 | DType::U2 => i32::from(b[0]),
+        DType::I16 => i32::from(i16::from_ne_bytes([b[0], b[1]])),
+        DType::U16 => i32::from(u16::from_ne_bytes([b[0], b[1]])),
+        DType::I32 => i32::from_ne_bytes([b[0], b[1], b[2], b[3]]),
+        _ => load_i32(t)?.first().copied().unwrap_or(0),
+    })
+}
+
+/// The element of a one-element float tensor (a scale) as f32, read in place for f32.
+pub(crate) fn one_f32(t: &Tensor) -> Result<f32> {
+    let b = t.as_bytes();
+    if t.len() != 1 {
+        return Err(Error::invalid(format!("expected one element, got shape {:?}", t.shape())));
+    }
+    match (t.dtype(), b) {
+        (DType::F32, [a, b, c, d]) => Ok(f32::from_ne_bytes([*a, *b, *c, *d])),
+        _ => Ok(load_f32(t)?.first().copied().unwrap_or(0.0)),
+    }
+}
+
 /// Elements of an integer tensor of 32 bits or fewer as i32.
 pub(crate) fn load_i32(t: &Tensor) -> Result<Vec<i32>> {
     Ok(match t.dtype() {

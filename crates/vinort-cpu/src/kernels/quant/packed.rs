@@ -10,6 +10,8 @@
 //! activation chain, computed as the unfused ops compute it (`acc as f32`, then `· scale`, ...)
 //! while the block is in cache.
 
+use smallvec::SmallVec;
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use crate::kernel::{Kernel, NodeInfo, opt_tensor_in, tensor_in};
@@ -38,11 +40,12 @@ fn int8(t: &Tensor) -> Result<Int8<'_>> {
     }
 }
 
-/// Zero points of `t` (absent: 0) as i32.
-fn zero_points(t: Option<&Tensor>) -> Result<Vec<i32>> {
+/// Zero points of `t` (absent: 0) as i32; one zero point is read in place (no allocation).
+fn zero_points(t: Option<&Tensor>) -> Result<SmallVec<[i32; 4]>> {
     match t {
-        None => Ok(vec![0]),
-        Some(t) => super::load_i32(&t.to_aligned()),
+        None => Ok(smallvec::smallvec![0]),
+        Some(t) if t.len() == 1 => Ok(smallvec::smallvec![super::one_i32(t)?]),
+        Some(t) => super::load_i32(&t.to_aligned()).map(SmallVec::from_vec),
     }
 }
 
@@ -52,7 +55,7 @@ fn pack_b(info: &NodeInfo<'_>) -> Result<Option<PackedB>> {
     let Some(b) = info.const_input(1) else { return Ok(None) };
     let &[k, n] = b.shape() else { return Ok(None) };
     let zb = match info.node.inputs.get(3).copied().flatten() {
-        None => vec![0],
+        None => smallvec::smallvec![0],
         Some(_) => match info.const_input(3) {
             Some(z) if z.dtype() == b.dtype() && (z.len() == 1 || (z.rank() == 1 && z.len() == n)) => {
                 zero_points(Some(z))?
@@ -82,8 +85,8 @@ pub(crate) fn packed_factory(
 struct Rows {
     a: Tensor,
     rows: usize,
-    za: Vec<i32>,
-    shape: Vec<usize>,
+    za: SmallVec<[i32; 4]>,
+    shape: vinort_ir::Shape,
 }
 
 impl PackedMatMulInteger {
@@ -104,7 +107,7 @@ impl PackedMatMulInteger {
             m if lead.last() == Some(&m) && m > 0 => za.iter().copied().cycle().take(rows).collect(),
             _ => return Ok(None),
         };
-        let mut shape = lead.to_vec();
+        let mut shape: vinort_ir::Shape = lead.into();
         shape.push(n);
         Ok(Some(Rows { a: a.to_aligned(), rows, za, shape }))
     }
@@ -116,7 +119,7 @@ impl PackedMatMulInteger {
 }
 
 impl Kernel for PackedMatMulInteger {
-    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Values> {
         let Some(r) = self.rows(inputs)? else {
             return match self.epi {
                 None => self.fallback.run(inputs, ctx),
@@ -151,6 +154,6 @@ impl Kernel for PackedMatMulInteger {
                 y?
             }
         };
-        Ok(vec![out.into()])
+        Ok(smallvec::smallvec![out.into()])
     }
 }

@@ -9,6 +9,7 @@
 //! f64), rounds half to even and saturates to the output type.
 
 use rayon::prelude::*;
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::{PAR_MIN, int_range, load_f32, load_i32, round, store_int};
@@ -265,7 +266,7 @@ fn conv_integer_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for ConvInteger {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let w = tensor_in(inputs, 1)?;
         let (zx, zw) = (opt_tensor_in(inputs, 2)?, opt_tensor_in(inputs, 3)?);
@@ -273,7 +274,7 @@ impl Kernel for ConvInteger {
             Some(r) => r,
             None => conv_i32(&self.0, &shift_x(x, zx)?, x.shape(), &shift_w(w, zw)?, w.shape())?,
         };
-        Ok(vec![Tensor::from_vec(&shape, y)?.into()])
+        Ok(smallvec::smallvec![Tensor::from_vec(&shape, y)?.into()])
     }
 }
 
@@ -293,8 +294,8 @@ fn scalar(t: &Tensor, what: &str) -> Result<f32> {
 }
 
 impl Kernel for QLinearConv {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
-        Ok(vec![qlinear_conv(&self.0, inputs)?.into()])
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
+        Ok(smallvec::smallvec![qlinear_conv(&self.0, inputs)?.into()])
     }
 }
 

@@ -28,6 +28,7 @@
 
 use std::cell::Cell;
 use std::thread::LocalKey;
+use vinort_ir::Values;
 
 use rayon::prelude::*;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
@@ -37,6 +38,7 @@ use super::{int_range, load_f32, load_i32, round};
 use crate::kernel::{Kernel, NodeInfo, opt_tensor_in, tensor_in};
 use crate::kernels::conv::depthwise::depthwise_plane;
 use crate::kernels::conv::im2col::{Geo3, im2col_pad};
+use crate::per_shape::PerShape;
 use crate::qgemm::{Int8, PackedB, qgemm};
 
 /// An 8-bit quantized element type, with its reusable per-thread scratch.
@@ -123,6 +125,8 @@ pub(crate) struct PreparedConv {
     p: Prepared,
     /// The generic kernel, for inputs this form does not take.
     fallback: Box<dyn Kernel>,
+    /// The geometry and output shape of the last input shape.
+    geometry: PerShape<(Geo3, Vec<usize>)>,
 }
 
 /// What was computed at build time.
@@ -201,7 +205,7 @@ fn constant<'a>(info: &'a NodeInfo<'_>, i: usize) -> Option<Option<&'a Tensor>> 
 /// form it takes; `fallback` otherwise.
 pub(crate) fn prepared_factory(info: &NodeInfo<'_>, fallback: Box<dyn Kernel>) -> Result<Box<dyn Kernel>> {
     Ok(match prepare_qlinear(info)? {
-        Some(p) => Box::new(PreparedConv { p, fallback }),
+        Some(p) => Box::new(PreparedConv { p, fallback, geometry: PerShape::default() }),
         None => fallback,
     })
 }
@@ -210,7 +214,7 @@ pub(crate) fn prepared_factory(info: &NodeInfo<'_>, fallback: Box<dyn Kernel>) -
 /// constants of a form it takes (X's zero point may be a runtime value); `fallback` otherwise.
 pub(crate) fn prepared_integer_factory(info: &NodeInfo<'_>, fallback: Box<dyn Kernel>) -> Result<Box<dyn Kernel>> {
     Ok(match prepare_integer(info)? {
-        Some(p) => Box::new(PreparedConv { p, fallback }),
+        Some(p) => Box::new(PreparedConv { p, fallback, geometry: PerShape::default() }),
         None => fallback,
     })
 }
@@ -329,7 +333,7 @@ fn prepare_integer(info: &NodeInfo<'_>) -> Result<Option<Prepared>> {
 }
 
 impl Kernel for PreparedConv {
-    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Values> {
         let p = &self.p;
         let x = tensor_in(inputs, 0)?;
         let xs = x.shape();
@@ -349,22 +353,23 @@ impl Kernel for PreparedConv {
                 Some(_) => return self.fallback.run(inputs, ctx),
             },
         };
-        let (g3, shape) = geometry(&p.attrs, xs, &p.w_shape)?;
+        let prepared = self.geometry.get(xs, || geometry(&p.attrs, xs, &p.w_shape))?;
+        let (g3, shape) = (&prepared.0, prepared.1.as_slice());
         let x = x.to_aligned();
         let y = match (&p.out, p.x_dtype) {
-            (Out::Sums, DType::U8) => p.conv::<u8, _>(&g3, x.as_slice()?, zx, &shape, &ToI32),
-            (Out::Sums, _) => p.conv::<i8, _>(&g3, x.as_slice()?, zx, &shape, &ToI32),
+            (Out::Sums, DType::U8) => p.conv::<u8, _>(g3, x.as_slice()?, zx, shape, &ToI32),
+            (Out::Sums, _) => p.conv::<i8, _>(g3, x.as_slice()?, zx, shape, &ToI32),
             (Out::Requant(q), x_dtype) => {
                 let (to_u8, to_i8) = (ToQ8::<u8>(q, Default::default()), ToQ8::<i8>(q, Default::default()));
                 match (x_dtype, q.dtype) {
-                    (DType::U8, DType::U8) => p.conv::<u8, _>(&g3, x.as_slice()?, zx, &shape, &to_u8),
-                    (DType::U8, _) => p.conv::<u8, _>(&g3, x.as_slice()?, zx, &shape, &to_i8),
-                    (_, DType::U8) => p.conv::<i8, _>(&g3, x.as_slice()?, zx, &shape, &to_u8),
-                    _ => p.conv::<i8, _>(&g3, x.as_slice()?, zx, &shape, &to_i8),
+                    (DType::U8, DType::U8) => p.conv::<u8, _>(g3, x.as_slice()?, zx, shape, &to_u8),
+                    (DType::U8, _) => p.conv::<u8, _>(g3, x.as_slice()?, zx, shape, &to_i8),
+                    (_, DType::U8) => p.conv::<i8, _>(g3, x.as_slice()?, zx, shape, &to_u8),
+                    _ => p.conv::<i8, _>(g3, x.as_slice()?, zx, shape, &to_i8),
                 }
             }
         }?;
-        Ok(vec![y.into()])
+        Ok(smallvec::smallvec![y.into()])
     }
 }
 

@@ -8,10 +8,11 @@
 //! the target's range; small-float targets round with [`super::minifloat`].
 
 use rayon::prelude::*;
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Node, Result, RunContext, Tensor, Value};
 
 use super::minifloat::{self, Format};
-use super::{int_range, load_f32, load_i32, round, round_to, store_float, store_int};
+use super::{int_range, load_f32, load_i32, one_f32, one_i32, round, round_to, store_float, store_int};
 use crate::kernel::{Kernel, NodeInfo, Registry, norm_axis, opt_tensor_in, tensors_in};
 use crate::par;
 
@@ -154,10 +155,10 @@ fn quantize_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for Quantize {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let [x, scale] = tensors_in(inputs)?;
         let zp = opt_tensor_in(inputs, 2)?;
-        Ok(vec![self.quantize(x, scale, zp)?.into()])
+        Ok(smallvec::smallvec![self.quantize(x, scale, zp)?.into()])
     }
 }
 
@@ -203,8 +204,8 @@ impl Quantize {
             && matches!(out_dtype, DType::U8 | DType::I8)
         {
             let x = x.to_aligned();
-            let (xs, s) = (x.as_slice::<f32>()?, scale.to_aligned().as_slice::<f32>()?[0]);
-            let z = zp.map(load_i32).transpose()?.map_or(0, |z| z[0]) as f32;
+            let (xs, s) = (x.as_slice::<f32>()?, one_f32(scale)?);
+            let z = zp.map(one_i32).transpose()?.unwrap_or(0) as f32;
             return match out_dtype {
                 DType::U8 => {
                     Ok(Tensor::build::<u8>(x.shape(), |o| round::quantize(xs, s, z, (0.0, 255.0), o, |v| v as u8)))
@@ -290,10 +291,10 @@ fn check_zero_point(zp: Option<&Tensor>, scale: &Tensor, x_dtype: Option<DType>)
 }
 
 impl Kernel for Dequantize {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let [x, scale] = tensors_in(inputs)?;
         let zp = opt_tensor_in(inputs, 2)?;
-        Ok(vec![self.dequantize(x, scale, zp)?.into()])
+        Ok(smallvec::smallvec![self.dequantize(x, scale, zp)?.into()])
     }
 }
 
@@ -328,17 +329,17 @@ impl Dequantize {
         });
         let g = Granularity::new(x.shape(), scale.shape(), self.axis, self.block_size)?;
         check_zero_point(zp, scale, Some(x.dtype()))?;
-        let sc = load_f32(scale)?;
         if scale.len() == 1 && out_dtype == DType::F32 && matches!(x.dtype(), DType::U8 | DType::I8) {
             // One scale (an activation's): one pass straight into the output, in parallel
             // when large. The same arithmetic as below: the 8-bit difference is exact in f32.
-            let z = zp.map(load_i32).transpose()?.map_or(0, |z| z[0]);
+            let (s, z) = (one_f32(scale)?, zp.map(one_i32).transpose()?.unwrap_or(0));
             match x.dtype() {
-                DType::U8 => return Ok(dequantize_per_tensor(x.as_slice::<u8>()?, x.shape(), z, sc[0])),
-                DType::I8 => return Ok(dequantize_per_tensor(x.as_slice::<i8>()?, x.shape(), z, sc[0])),
+                DType::U8 => return Ok(dequantize_per_tensor(x.as_slice::<u8>()?, x.shape(), z, s)),
+                DType::I8 => return Ok(dequantize_per_tensor(x.as_slice::<i8>()?, x.shape(), z, s)),
                 _ => {}
             }
         }
+        let sc = load_f32(scale)?;
         let mut out = vec![0f32; x.len()];
         if minifloat::format_of(x.dtype()).is_some() {
             let xs = load_f32(x)?;

@@ -171,7 +171,7 @@ fn qlinear_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
                 .enumerate()
                 .map(|(i, c)| (c * mult(i) + zs[i] as f64).round_ties_even().clamp(lo as f64, hi as f64) as i32)
                 .collect();
-            return Ok(vec![store_int(out_dtype, &shape, &q)?.into()]);
+            return Ok(smallvec::smallvec![store_int(out_dtype, &shape, &q)?.into()]);
         }
         let Some(fmt) = minifloat::format_of(out_dtype) else {
             return Err(Error::unsupported(format!("QLinearMatMul output of type {out_dtype}")));
@@ -181,7 +181,7 @@ fn qlinear_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
             None => vec![0.0; acc.len()],
         };
         let q: Vec<u8> = acc.iter().enumerate().map(|(i, c)| fmt.encode((c * mult(i)) as f32 + zs[i], true)).collect();
-        Ok(vec![Tensor::build_as::<u8>(out_dtype, &shape, |o| o.copy_from_slice(&q))?.into()])
+        Ok(smallvec::smallvec![Tensor::build_as::<u8>(out_dtype, &shape, |o| o.copy_from_slice(&q))?.into()])
     })))
 }
 
@@ -222,6 +222,6 @@ fn generic_integer_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         let av = shifted_i32(a, a_zp)?;
         let bv = shifted_i32(b, b_zp.map(|z| (z, z.shape().to_vec())))?;
         let (shape, c) = matmul(&av, a.shape(), &bv, b.shape())?;
-        Ok(vec![Tensor::from_vec(&shape, c)?.into()])
+        Ok(smallvec::smallvec![Tensor::from_vec(&shape, c)?.into()])
     })))
 }

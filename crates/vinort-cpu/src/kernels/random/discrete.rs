@@ -4,6 +4,7 @@
 use rand::Rng;
 use rand::distr::Distribution;
 use rand::distr::weighted::WeightedIndex;
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::{Seed, draw, dtype_of};
@@ -29,14 +30,14 @@ struct Bernoulli {
 }
 
 impl Kernel for Bernoulli {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let p = load_f64(x)?;
         if let Some(bad) = p.iter().find(|p| !(0.0..=1.0).contains(*p)) {
             return Err(Error::invalid(format!("Bernoulli probabilities must be in [0, 1], got {bad}")));
         }
         let ones = draw(p.len(), self.seed, |rng, i| rng.random::<f64>() < p[i])?;
-        Ok(vec![zeros_and_ones(self.dtype.unwrap_or(x.dtype()), x.shape(), &ones)?.into()])
+        Ok(smallvec::smallvec![zeros_and_ones(self.dtype.unwrap_or(x.dtype()), x.shape(), &ones)?.into()])
     }
 }
 
@@ -71,7 +72,7 @@ struct Multinomial {
 }
 
 impl Kernel for Multinomial {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let &[batch, classes] = x.shape() else {
             return Err(Error::invalid(format!("Multinomial input must be [batch, classes], got {:?}", x.shape())));
@@ -93,7 +94,7 @@ impl Kernel for Multinomial {
             .ok_or_else(|| Error::invalid(format!("{batch} rows of {samples} samples are too many")))?;
         let picks = draw(n, self.seed, |rng, i| rows[i / samples].sample(rng))?;
         let shape = [batch, samples];
-        Ok(vec![
+        Ok(smallvec::smallvec![
             match self.dtype {
                 DType::I64 => Tensor::from_vec(&shape, picks.into_iter().map(|c| c as i64).collect())?,
                 // Class indices below `classes`, which an int32 output must hold.

@@ -4,6 +4,7 @@
 
 use rand::Rng;
 use rand_distr::{Distribution, Normal};
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Node, Result, RunContext, Value};
 
 use super::{Seed, draw, dtype_of, float_dtype};
@@ -92,7 +93,7 @@ pub(super) fn random_normal_like(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>>
 }
 
 impl Kernel for Random {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let (shape, dtype) = match &self.like {
             Like::Attrs { shape, dtype } => (shape.as_slice(), *dtype),
             Like::Input { dtype } => {
@@ -115,6 +116,6 @@ impl Kernel for Random {
             Dist::Uniform { low, high } => draw(n, self.seed, |rng, _| low + (high - low) * rng.random::<f64>())?,
             Dist::Normal(d) => draw(n, self.seed, |rng, _| d.sample(rng))?,
         };
-        Ok(vec![store_f64(dtype, shape, &values)?.into()])
+        Ok(smallvec::smallvec![store_f64(dtype, shape, &values)?.into()])
     }
 }

@@ -2,6 +2,7 @@
 //! [ArgMin](https://onnx.ai/onnx/operators/onnx__ArgMin.html), opsets 1–latest
 //! (`select_last_index` from 12), for every int type of 8–64 bits and f32, f64, f16, bf16.
 
+use vinort_ir::Values;
 use vinort_ir::tensor::numel;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
@@ -44,12 +45,12 @@ fn arg_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for Arg {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let t = crate::kernel::with_numeric!(x.dtype(), |T| self.run_t::<T>(x), d => {
             Err(Error::unsupported(format!("ArgMax/ArgMin of {d}")))
         })?;
-        Ok(vec![t.into()])
+        Ok(smallvec::smallvec![t.into()])
     }
 }
 

@@ -24,7 +24,7 @@ fn cumprod_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         let y = crate::kernel::with_numeric!(x.dtype(), |T| cumprod::<T>(x, axis, exclusive, reverse), other => {
             Err(Error::unsupported(format!("element type {other}")))
         })?;
-        Ok(vec![Value::from(y)])
+        Ok(smallvec::smallvec![Value::from(y)])
     })))
 }
 

@@ -14,6 +14,7 @@
 //! also i8, u8 and bool. Integer sums and products wrap, as they would in the element type.
 //! The folds themselves are in [`super::fold`].
 
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::elem::{Acc, RElem};
@@ -146,7 +147,7 @@ fn reduced_shape(shape: &[usize], mask: &[bool], keepdims: bool) -> Vec<usize> {
 }
 
 impl Kernel for Reduce {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let axes = match (&self.axes_attr, self.axes_input) {
             (_, true) => opt_tensor_in(inputs, 1)?.map(Tensor::to_i64_vec).transpose()?.unwrap_or_default(),
@@ -154,7 +155,7 @@ impl Kernel for Reduce {
             (None, false) => vec![],
         };
         let Some(mask) = axes_mask(&axes, x.rank(), self.noop_empty)? else {
-            return Ok(vec![x.clone().into()]);
+            return Ok(smallvec::smallvec![x.clone().into()]);
         };
         if !reduce_dtype_ok(self.op, x.dtype()) {
             return Err(Error::unsupported(format!("{:?} reduction of {}", self.op, x.dtype())));
@@ -166,7 +167,7 @@ impl Kernel for Reduce {
                 Err(Error::unsupported(format!("{:?} reduction of {d}", self.op)))
             }),
         }?;
-        Ok(vec![t.into()])
+        Ok(smallvec::smallvec![t.into()])
     }
 }
 

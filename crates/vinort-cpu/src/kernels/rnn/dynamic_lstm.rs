@@ -13,6 +13,7 @@
 //! activation quantization error, the same contract as OpenVINO's conversion of this op
 //! (which also dequantizes the weights). The integer path is the Cpu speed issue's.
 
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::recurrent::{Cell, Recurrent};
@@ -35,7 +36,7 @@ struct DynamicQuantizeLstm {
 }
 
 impl Kernel for DynamicQuantizeLstm {
-    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Values> {
         let w = Value::Tensor(dequantize(inputs, "W", 1, 8)?);
         let r = Value::Tensor(dequantize(inputs, "R", 2, 10)?);
         let mut lstm_inputs: Vec<Option<&Value>> = (0..8).map(|i| inputs.get(i).copied().flatten()).collect();

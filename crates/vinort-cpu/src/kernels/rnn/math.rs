@@ -12,7 +12,7 @@ use crate::kernels::linalg::common::Real;
 pub(crate) trait Float: Real {
     /// The elements of a float tensor in this type: f32 takes f32, f16 and bf16 (widened),
     /// f64 takes f64.
-    fn load(t: &Tensor) -> Result<Vec<Self>>;
+    fn load(t: &Tensor) -> Result<std::borrow::Cow<'_, [Self]>>;
     /// A tensor of `dtype` (one [`Float::load`] accepts) holding `v`, narrowed if need be.
     fn store(dtype: DType, shape: &[usize], v: &[Self]) -> Result<Tensor>;
 }
@@ -22,8 +22,12 @@ fn wrong_type(d: DType, want: &str) -> Error {
 }
 
 impl Float for f32 {
-    fn load(t: &Tensor) -> Result<Vec<Self>> {
-        crate::numeric::to_f32_vec(&t.to_aligned())
+    fn load(t: &Tensor) -> Result<std::borrow::Cow<'_, [Self]>> {
+        match t.as_slice::<f32>() {
+            // Read in place: the weights of an RNN are not copied every run.
+            Ok(v) if t.dtype() == DType::F32 => Ok(std::borrow::Cow::Borrowed(v)),
+            _ => crate::numeric::to_f32_vec(&t.to_aligned()).map(std::borrow::Cow::Owned),
+        }
     }
     fn store(dtype: DType, shape: &[usize], v: &[Self]) -> Result<Tensor> {
         crate::numeric::from_f32_slice(dtype, shape, v)
@@ -31,9 +35,12 @@ impl Float for f32 {
 }
 
 impl Float for f64 {
-    fn load(t: &Tensor) -> Result<Vec<Self>> {
+    fn load(t: &Tensor) -> Result<std::borrow::Cow<'_, [Self]>> {
         match t.dtype() {
-            DType::F64 => t.to_aligned().to_vec::<f64>(),
+            DType::F64 => match t.as_slice::<f64>() {
+                Ok(v) => Ok(std::borrow::Cow::Borrowed(v)),
+                Err(_) => t.to_aligned().to_vec::<f64>().map(std::borrow::Cow::Owned),
+            },
             d => Err(wrong_type(d, "f64")),
         }
     }

@@ -18,6 +18,9 @@
 //! - `input_forget` couples LSTM's gates: `f = 1 - i`.
 //! - `layout = 1` makes X, initial_h/c, Y, Y_h and Y_c batch-major.
 
+use std::borrow::Cow;
+
+use vinort_ir::Values;
 use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
 use super::activation::{self, Activation, Kind};
@@ -182,7 +185,7 @@ impl Recurrent {
 }
 
 impl Kernel for Recurrent {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let outs = with_numeric!(compute x.dtype(), |T| self.run_typed::<T>(inputs)?,
             d => return Err(Error::unsupported(format!("{} does not support {d} inputs", self.cell.name()))));
@@ -277,7 +280,13 @@ impl Recurrent {
     }
 
     /// An optional `[dirs, ...]` input (B or P) in compute type, checked against its shape.
-    fn per_dir<T: Float>(&self, t: Option<&Tensor>, name: &str, width: usize, dims: Dims) -> Result<Option<Vec<T>>> {
+    fn per_dir<'t, T: Float>(
+        &self,
+        t: Option<&'t Tensor>,
+        name: &str,
+        width: usize,
+        dims: Dims,
+    ) -> Result<Option<Cow<'t, [T]>>> {
         let Some(t) = t else { return Ok(None) };
         if t.shape() != [dims.dirs, width] {
             return Err(Error::invalid(format!(
@@ -291,7 +300,7 @@ impl Recurrent {
     }
 
     /// An optional initial state in compute type, as `[dirs, batch, hidden]`.
-    fn state<T: Float>(&self, t: Option<&Tensor>, name: &str, dims: Dims) -> Result<Option<Vec<T>>> {
+    fn state<'t, T: Float>(&self, t: Option<&'t Tensor>, name: &str, dims: Dims) -> Result<Option<Cow<'t, [T]>>> {
         let Some(t) = t else { return Ok(None) };
         let Dims { dirs, batch, hidden, .. } = dims;
         let want = if self.batch_first { [batch, dirs, hidden] } else { [dirs, batch, hidden] };
@@ -303,7 +312,7 @@ impl Recurrent {
             )));
         }
         let v = T::load(t)?;
-        Ok(Some(if self.batch_first { swap01(&v, batch, dirs, hidden) } else { v }))
+        Ok(Some(if self.batch_first { Cow::Owned(swap01(&v, batch, dirs, hidden)) } else { v }))
     }
 
     fn lens(&self, t: Option<&Tensor>, dims: Dims) -> Result<Option<Vec<usize>>> {
@@ -352,11 +361,11 @@ impl Recurrent {
         let c0 = self.state::<T>(c0_t, "initial_c", dims)?;
         let lens = self.lens(lens_t, dims)?;
         let x = T::load(x_t)?;
-        let x = if self.batch_first { swap01(&x, batch, seq, input) } else { x };
+        let x = if self.batch_first { Cow::Owned(swap01(&x, batch, seq, input)) } else { x };
         let (w, r) = (T::load(w_t)?, T::load(r_t)?);
 
         let per_fn = self.cell.default_activations().len();
-        fn part<T>(v: &Option<Vec<T>>, d: usize, len: usize) -> Option<&[T]> {
+        fn part<'v, T: Clone>(v: &'v Option<Cow<'_, [T]>>, d: usize, len: usize) -> Option<&'v [T]> {
             v.as_deref().map(|v| &v[d * len..(d + 1) * len])
         }
         let run = |d: usize| {

@@ -7,6 +7,7 @@
 //! Bodies are compiled into Cpu plans when the node is compiled and run with their formal
 //! inputs followed by the outer-scope values they read (see [`Body`] in `control.rs`).
 
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, RunContext, Sequence, Tensor, Value, ValueType};
 
 use super::data;
@@ -79,7 +80,7 @@ fn loop_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for Loop {
-    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Values> {
         let get = |i: usize| inputs.get(i).copied().flatten();
         let max_trip = match get(0) {
             Some(m) => match m.as_tensor()?.to_i64_vec()?.as_slice() {
@@ -125,7 +126,7 @@ impl Kernel for Loop {
             };
             result.push(Value::Tensor(t));
         }
-        Ok(result)
+        Ok(result.into())
     }
 }
 
@@ -229,7 +230,7 @@ impl Scan {
 }
 
 impl Kernel for Scan {
-    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Values> {
         let mut state = Vec::with_capacity(self.states);
         for i in 0..self.states {
             state.push(
@@ -272,7 +273,7 @@ impl Kernel for Scan {
             };
             result.push(Value::Tensor(t));
         }
-        Ok(result)
+        Ok(result.into())
     }
 }
 
@@ -301,7 +302,7 @@ fn scan8_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for Scan8 {
-    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Values> {
         let s = &self.scan;
         let lens = inputs.first().copied().flatten().map(|v| v.as_tensor()?.to_i64_vec()).transpose()?;
         let init: Vec<&Tensor> = (0..s.states).map(|i| tensor_in(inputs, 1 + i)).collect::<Result<_>>()?;
@@ -377,7 +378,7 @@ impl Kernel for Scan8 {
             };
             result.push(Value::Tensor(t));
         }
-        Ok(result)
+        Ok(result.into())
     }
 }
 
@@ -410,7 +411,7 @@ fn sequence_map_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for SequenceMap {
-    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Values> {
         let args: Vec<&Value> = (0..self.explicit)
             .map(|i| inputs.get(i).copied().flatten().ok_or_else(|| Error::invalid(format!("input {i} is missing"))))
             .collect::<Result<_>>()?;

@@ -7,6 +7,7 @@
 //! [If](https://onnx.ai/onnx/operators/onnx__If.html) lives in `kernels/control.rs`; it passes
 //! sequences and optionals through like tensors.
 
+use vinort_ir::Values;
 use vinort_ir::{Result, Value};
 
 use crate::kernel::{FnKernel, Kernel, Registry};
@@ -26,6 +27,6 @@ pub(crate) fn register(r: &mut Registry) {
 }
 
 /// Wraps a closure over the inputs as a kernel (the signature pins the closure's lifetimes).
-fn kernel(f: impl Fn(&[Option<&Value>]) -> Result<Vec<Value>> + Send + Sync + 'static) -> Box<dyn Kernel> {
+fn kernel(f: impl Fn(&[Option<&Value>]) -> Result<Values> + Send + Sync + 'static) -> Box<dyn Kernel> {
     Box::new(FnKernel(f))
 }

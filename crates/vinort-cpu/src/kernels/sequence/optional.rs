@@ -29,7 +29,7 @@ fn optional(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         (None, _) => return Err(info.node.error("an Optional without input needs the 'type' attribute")),
     };
     Ok(kernel(move |inputs| {
-        Ok(vec![match inputs.first().copied().flatten() {
+        Ok(smallvec::smallvec![match inputs.first().copied().flatten() {
             Some(v @ (Value::Tensor(_) | Value::Sequence(_))) => {
                 Value::Optional(Some(Box::new(v.clone())), v.value_type())
             }
@@ -45,15 +45,15 @@ fn optional_has_element(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
             None | Some(Value::Optional(None, _)) => false,
             Some(_) => true,
         };
-        Ok(vec![Value::Tensor(Tensor::scalar(has))])
+        Ok(smallvec::smallvec![Value::Tensor(Tensor::scalar(has))])
     }))
 }
 
 fn optional_get_element(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     Ok(kernel(|inputs| match inputs.first().copied().flatten() {
-        Some(Value::Optional(Some(v), _)) => Ok(vec![(**v).clone()]),
+        Some(Value::Optional(Some(v), _)) => Ok(smallvec::smallvec![(**v).clone()]),
         Some(Value::Optional(None, _)) => Err(Error::invalid("the optional input is empty")),
-        Some(v) => Ok(vec![v.clone()]),
+        Some(v) => Ok(smallvec::smallvec![v.clone()]),
         None => Err(Error::invalid("input 0 is required but missing")),
     }))
 }

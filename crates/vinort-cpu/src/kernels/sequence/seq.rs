@@ -63,7 +63,7 @@ fn sequence_empty(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         .ok()
         .and_then(DType::from_onnx)
         .ok_or_else(|| info.node.error(format!("dtype {code} is no tensor element type")))?;
-    Ok(kernel(move |_| Ok(vec![Value::Sequence(Sequence { dtype, items: vec![] })])))
+    Ok(kernel(move |_| Ok(smallvec::smallvec![Value::Sequence(Sequence { dtype, items: vec![] })])))
 }
 
 fn sequence_construct(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
@@ -76,7 +76,7 @@ fn sequence_construct(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         if let Some(t) = items.iter().find(|t| t.dtype() != dtype) {
             return Err(Error::invalid(format!("sequence elements must share one type: {dtype} and {}", t.dtype())));
         }
-        Ok(vec![Value::Sequence(Sequence { dtype, items })])
+        Ok(smallvec::smallvec![Value::Sequence(Sequence { dtype, items })])
     }))
 }
 
@@ -93,7 +93,7 @@ fn sequence_insert(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         };
         let mut items = s.items.clone();
         items.insert(at, t.clone());
-        Ok(vec![Value::Sequence(Sequence { dtype: s.dtype, items })])
+        Ok(smallvec::smallvec![Value::Sequence(Sequence { dtype: s.dtype, items })])
     }))
 }
 
@@ -107,7 +107,7 @@ fn sequence_erase(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         };
         let mut items = s.items.clone();
         items.remove(at);
-        Ok(vec![Value::Sequence(Sequence { dtype: s.dtype, items })])
+        Ok(smallvec::smallvec![Value::Sequence(Sequence { dtype: s.dtype, items })])
     }))
 }
 
@@ -115,12 +115,12 @@ fn sequence_at(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     Ok(kernel(|inputs| {
         let s = seq_in(inputs, 0)?;
         let at = resolve(position(tensor_in(inputs, 1)?)?, s.items.len(), 0)?;
-        Ok(vec![Value::Tensor(s.items[at].clone())])
+        Ok(smallvec::smallvec![Value::Tensor(s.items[at].clone())])
     }))
 }
 
 fn sequence_length(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    Ok(kernel(|inputs| Ok(vec![Value::Tensor(Tensor::scalar(seq_in(inputs, 0)?.items.len() as i64))])))
+    Ok(kernel(|inputs| Ok(smallvec::smallvec![Value::Tensor(Tensor::scalar(seq_in(inputs, 0)?.items.len() as i64))])))
 }
 
 fn concat_from_sequence(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
@@ -138,7 +138,7 @@ fn concat_from_sequence(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
             }
             data::concat(&refs, norm_axis(axis, first.rank())?)?
         };
-        Ok(vec![Value::Tensor(out)])
+        Ok(smallvec::smallvec![Value::Tensor(out)])
     }))
 }
 
@@ -187,6 +187,6 @@ fn split_to_sequence(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
             items.push(part);
             start += len;
         }
-        Ok(vec![Value::Sequence(Sequence { dtype: x.dtype(), items })])
+        Ok(smallvec::smallvec![Value::Sequence(Sequence { dtype: x.dtype(), items })])
     }))
 }

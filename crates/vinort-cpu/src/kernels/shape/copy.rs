@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 
 use bytemuck::Pod;
+use smallvec::SmallVec;
 use vinort_ir::tensor::strides_of;
 use vinort_ir::{DType, Error, Origin, Result, Tensor};
 
@@ -24,27 +25,30 @@ pub(crate) enum Step {
     Runs { src: usize, runs: Vec<[usize; 3]> },
 }
 
+/// Per-axis numbers of a copy, inline up to rank 6 (no allocation for the common ranks).
+pub(crate) type Dims<T> = SmallVec<[T; 6]>;
+
 /// A strided N-d copy; see [`Step::Strided`].
 #[derive(Clone, Debug)]
 pub(crate) struct Strided {
     pub src: usize,
     pub src_off: usize,
-    pub src_strides: Vec<isize>,
+    pub src_strides: Dims<isize>,
     pub dst_off: usize,
-    pub dst_strides: Vec<isize>,
-    pub shape: Vec<usize>,
+    pub dst_strides: Dims<isize>,
+    pub shape: Dims<usize>,
 }
 
 impl Strided {
     /// A copy of a whole input read through `src_strides`, written row-major into the whole
     /// output of `shape`.
-    pub(crate) fn dense(src: usize, src_off: usize, src_strides: Vec<isize>, shape: &[usize]) -> Strided {
-        Strided { src, src_off, src_strides, dst_off: 0, dst_strides: dense_strides(shape), shape: shape.to_vec() }
+    pub(crate) fn dense(src: usize, src_off: usize, src_strides: Dims<isize>, shape: &[usize]) -> Strided {
+        Strided { src, src_off, src_strides, dst_off: 0, dst_strides: dense_strides(shape), shape: shape.into() }
     }
 }
 
 /// Row-major strides of a shape, signed.
-pub(crate) fn dense_strides(shape: &[usize]) -> Vec<isize> {
+pub(crate) fn dense_strides(shape: &[usize]) -> Dims<isize> {
     strides_of(shape).iter().map(|&s| s as isize).collect()
 }
 
@@ -132,8 +136,8 @@ fn words<W: Pod>(t: &Tensor) -> Cow<'_, [W]> {
 }
 
 fn run_words<W: Pod>(dtype: DType, srcs: &[&Tensor], out_shape: &[usize], n: usize, steps: &[Step]) -> Result<Tensor> {
-    let views: Vec<Cow<'_, [W]>> = srcs.iter().map(|t| words::<W>(t)).collect();
-    let views: Vec<&[W]> = views.iter().map(|c| c.as_ref()).collect();
+    let views: SmallVec<[Cow<'_, [W]>; 4]> = srcs.iter().map(|t| words::<W>(t)).collect();
+    let views: SmallVec<[&[W]; 4]> = views.iter().map(|c| c.as_ref()).collect();
     let raw = Tensor::try_build::<u8, Error>(&[n * std::mem::size_of::<W>()], |bytes| {
         let out = bytemuck::try_cast_slice_mut::<u8, W>(bytes)
             .map_err(|e| Error::invalid(format!("output buffer cannot hold {dtype} words: {e}")))?;
@@ -141,8 +145,7 @@ fn run_words<W: Pod>(dtype: DType, srcs: &[&Tensor], out_shape: &[usize], n: usi
     })?;
     // The bytes were built as u8 (the only way to fill any element type generically) and are
     // now labelled with the real type; they stay 64-byte aligned.
-    let bytes = raw.shared_bytes().cloned().ok_or_else(|| Error::invalid("output has no byte storage"))?;
-    Tensor::from_shared_bytes(dtype, out_shape, bytes)
+    raw.reinterpret(dtype, out_shape)
 }
 
 fn out_of_range(what: &str) -> Error {
@@ -178,8 +181,8 @@ pub(crate) fn execute<T: Clone>(steps: &[Step], srcs: &[&[T]], out: &mut [T]) ->
 
 /// The dims of a strided copy with unit extents dropped and mergeable neighbours merged:
 /// `(extent, src_stride, dst_stride)`, outermost first. Empty when the copy is one element.
-fn simplify(job: &Strided) -> Vec<(usize, isize, isize)> {
-    let mut dims: Vec<(usize, isize, isize)> = Vec::with_capacity(job.shape.len());
+fn simplify(job: &Strided) -> Dims<(usize, isize, isize)> {
+    let mut dims: Dims<(usize, isize, isize)> = Dims::new();
     for ((&n, &ss), &ds) in job.shape.iter().zip(&job.src_strides).zip(&job.dst_strides) {
         if n == 1 {
             continue;
@@ -271,7 +274,7 @@ fn strided<T: Clone>(job: &Strided, src: &[T], dst: &mut [T]) -> Result<()> {
 
 /// Calls `f(src_offset, dst_offset)` for every index of `dims` (row-major).
 fn for_each_offset(dims: &[(usize, isize, isize)], s0: isize, d0: isize, mut f: impl FnMut(isize, isize)) {
-    let mut idx = vec![0usize; dims.len()];
+    let mut idx: Dims<usize> = smallvec::smallvec![0; dims.len()];
     let (mut s, mut d) = (s0, d0);
     loop {
         f(s, d);
@@ -297,5 +300,5 @@ fn for_each_offset(dims: &[(usize, isize, isize)], s0: isize, d0: isize, mut f: 
 
 /// A one-element tensor as a broadcast source covering `shape`.
 pub(crate) fn broadcast_scalar(src: usize, shape: &[usize]) -> Step {
-    Step::Strided(Strided::dense(src, 0, vec![0; shape.len()], shape))
+    Step::Strided(Strided::dense(src, 0, smallvec::smallvec![0; shape.len()], shape))
 }

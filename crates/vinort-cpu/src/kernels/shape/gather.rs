@@ -33,29 +33,49 @@ pub(super) fn register(r: &mut Registry) {
 pub(super) fn gather_tensor(x: &Tensor, idx: &Tensor, axis: i64) -> Result<Tensor> {
     let a = norm_axis(axis, x.rank())?;
     let d = x.shape()[a];
-    let ind = idx.to_i64_vec()?.into_iter().map(|i| norm_index(i, d)).collect::<Result<Vec<_>>>()?;
+    let ind = idx.i64s()?;
+    for &i in ind.iter() {
+        norm_index(i, d)?;
+    }
     let (outer, inner) = (numel(&x.shape()[..a]), numel(&x.shape()[a + 1..]));
-    let mut shape = x.shape()[..a].to_vec();
+    let mut shape: vinort_ir::Shape = x.shape()[..a].into();
     shape.extend_from_slice(idx.shape());
     shape.extend_from_slice(&x.shape()[a + 1..]);
     let total = checked_numel(&shape)?;
-    let step = if total == 0 {
-        Step::Runs { src: 0, runs: vec![] }
-    } else if inner == 1 {
-        Step::Gather { src: 0, dst_off: 0, map: (0..outer).flat_map(|o| ind.iter().map(move |i| o * d + i)).collect() }
-    } else {
-        let n = ind.len();
-        let runs = (0..outer)
-            .flat_map(|o| ind.iter().enumerate().map(move |(j, i)| [(o * d + i) * inner, (o * n + j) * inner, inner]))
-            .collect();
-        Step::Runs { src: 0, runs }
-    };
-    run_plan(x.dtype(), &[x], &shape, &[step])
+    let n = ind.len();
+    if total == 0 {
+        return Ok(Tensor::zeros(x.dtype(), &shape));
+    }
+    if x.dtype() == DType::String {
+        let map = (0..outer).flat_map(|o| ind.iter().map(move |&i| (o, i))).flat_map(|(o, i)| {
+            let i = norm_index(i, d).unwrap_or(0);
+            (0..inner).map(move |k| (o * d + i) * inner + k)
+        });
+        let step = Step::Gather { src: 0, dst_off: 0, map: map.collect() };
+        return run_plan(x.dtype(), &[x], &shape, &[step]);
+    }
+    // Whole rows of `inner` elements, copied as bytes straight into the output (indices were
+    // checked above): no index map or copy plan is built, so nothing is allocated but the
+    // output.
+    let row = inner * x.dtype().size();
+    let src = x.as_bytes();
+    let bytes = Tensor::try_build_full::<u8, Error>(&[total * x.dtype().size()], |out| {
+        for (o, block) in out.chunks_exact_mut(n * row).enumerate().take(outer) {
+            for (&i, dst) in ind.iter().zip(block.chunks_exact_mut(row)) {
+                let i = norm_index(i, d)?;
+                dst.copy_from_slice(&src[(o * d + i) * row..][..row]);
+            }
+        }
+        Ok(())
+    })?;
+    bytes.reinterpret(x.dtype(), &shape)
 }
 
 fn gather(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let axis: i64 = info.node.attr_or("axis", 0)?;
-    Ok(kernel(move |inputs| Ok(vec![gather_tensor(tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, axis)?.into()])))
+    Ok(kernel(move |inputs| {
+        Ok(smallvec::smallvec![gather_tensor(tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, axis)?.into()])
+    }))
 }
 
 /// For each element of `idx` (row-major), the flat offset into `x` it addresses along axis `a`
@@ -102,7 +122,7 @@ pub(super) fn gather_elements_tensor(x: &Tensor, idx: &Tensor, axis: i64) -> Res
 fn gather_elements(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let axis: i64 = info.node.attr_or("axis", 0)?;
     Ok(kernel(move |inputs| {
-        Ok(vec![gather_elements_tensor(tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, axis)?.into()])
+        Ok(smallvec::smallvec![gather_elements_tensor(tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, axis)?.into()])
     }))
 }
 
@@ -147,7 +167,9 @@ pub(super) fn gather_nd_tensor(x: &Tensor, idx: &Tensor, b: usize) -> Result<Ten
 
 fn gather_nd(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let b = super::to_dim(info.node.attr_or("batch_dims", 0i64)?, "batch_dims")?;
-    Ok(kernel(move |inputs| Ok(vec![gather_nd_tensor(tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, b)?.into()])))
+    Ok(kernel(move |inputs| {
+        Ok(smallvec::smallvec![gather_nd_tensor(tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, b)?.into()])
+    }))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -237,7 +259,7 @@ fn scatter_elements(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let r = reduction_attr(info)?;
     Ok(kernel(move |inputs| {
         let (x, idx, upd) = (tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?);
-        Ok(vec![scatter_elements_tensor(x, idx, upd, axis, r)?.into()])
+        Ok(smallvec::smallvec![scatter_elements_tensor(x, idx, upd, axis, r)?.into()])
     }))
 }
 
@@ -255,7 +277,7 @@ fn scatter_nd(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let r = reduction_attr(info)?;
     Ok(kernel(move |inputs| {
         let (x, idx, upd) = (tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?);
-        Ok(vec![scatter_nd_tensor(x, idx, upd, r)?.into()])
+        Ok(smallvec::smallvec![scatter_nd_tensor(x, idx, upd, r)?.into()])
     }))
 }
 
@@ -292,7 +314,9 @@ pub(super) fn compress_tensor(x: &Tensor, cond: &Tensor, axis: Option<i64>) -> R
 
 fn compress(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let axis: Option<i64> = info.node.attr("axis")?;
-    Ok(kernel(move |inputs| Ok(vec![compress_tensor(tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, axis)?.into()])))
+    Ok(kernel(move |inputs| {
+        Ok(smallvec::smallvec![compress_tensor(tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, axis)?.into()])
+    }))
 }
 
 pub(super) fn reverse_sequence_tensor(x: &Tensor, lens: &Tensor, batch_axis: i64, time_axis: i64) -> Result<Tensor> {
@@ -329,6 +353,6 @@ fn reverse_sequence(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let b: i64 = info.node.attr_or("batch_axis", 1)?;
     let t: i64 = info.node.attr_or("time_axis", 0)?;
     Ok(kernel(move |inputs| {
-        Ok(vec![reverse_sequence_tensor(tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, b, t)?.into()])
+        Ok(smallvec::smallvec![reverse_sequence_tensor(tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, b, t)?.into()])
     }))
 }

@@ -31,10 +31,10 @@ pub(super) fn eye_like_tensor(shape: &[usize], dtype: DType, k: i64) -> Result<T
         steps.push(Step::Strided(Strided {
             src: 0,
             src_off: 0,
-            src_strides: vec![0],
+            src_strides: smallvec::smallvec![0],
             dst_off: r0 as usize * cols + c0 as usize,
-            dst_strides: vec![cols as isize + 1],
-            shape: vec![count],
+            dst_strides: smallvec::smallvec![cols as isize + 1],
+            shape: smallvec::smallvec![count],
         }));
     }
     run_plan(dtype, &[&one], shape, &steps)
@@ -54,7 +54,7 @@ fn eye_like(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let k: i64 = n.attr_or("k", 0)?;
     Ok(kernel(move |inputs| {
         let x = tensor_in(inputs, 0)?;
-        Ok(vec![eye_like_tensor(x.shape(), dtype.unwrap_or(x.dtype()), k)?.into()])
+        Ok(smallvec::smallvec![eye_like_tensor(x.shape(), dtype.unwrap_or(x.dtype()), k)?.into()])
     }))
 }
 
@@ -88,7 +88,7 @@ fn trilu(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
             Some(t) => scalar_int(t, "Trilu k")?,
             None => 0,
         };
-        Ok(vec![trilu_tensor(tensor_in(inputs, 0)?, k, upper)?.into()])
+        Ok(smallvec::smallvec![trilu_tensor(tensor_in(inputs, 0)?, k, upper)?.into()])
     }))
 }
 
@@ -131,7 +131,7 @@ fn one_hot(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let axis: i64 = info.node.attr_or("axis", -1)?;
     Ok(kernel(move |inputs| {
         let (i, d, v) = (tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?);
-        Ok(vec![one_hot_tensor(i, d, v, axis)?.into()])
+        Ok(smallvec::smallvec![one_hot_tensor(i, d, v, axis)?.into()])
     }))
 }
 
@@ -177,5 +177,5 @@ pub(super) fn non_zero_tensor(x: &Tensor) -> Result<Tensor> {
 }
 
 fn non_zero(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    Ok(kernel(|inputs| Ok(vec![non_zero_tensor(tensor_in(inputs, 0)?)?.into()])))
+    Ok(kernel(|inputs| Ok(smallvec::smallvec![non_zero_tensor(tensor_in(inputs, 0)?)?.into()])))
 }

@@ -11,6 +11,7 @@
 //! Reshape, Flatten, Squeeze, Unsqueeze and Identity never copy: their outputs share storage
 //! with their input, as do Slice/Split results that are one contiguous run of the input.
 
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, Tensor, Value};
 
 use crate::kernel::{FnKernel, Kernel, Registry, with_numeric};
@@ -41,7 +42,7 @@ pub(crate) fn register(r: &mut Registry) {
 }
 
 /// Wraps a closure over the inputs as a kernel (the signature pins the closure's lifetimes).
-fn kernel(f: impl Fn(&[Option<&Value>]) -> Result<Vec<Value>> + Send + Sync + 'static) -> Box<dyn Kernel> {
+fn kernel(f: impl Fn(&[Option<&Value>]) -> Result<Values> + Send + Sync + 'static) -> Box<dyn Kernel> {
     Box::new(FnKernel(f))
 }
 
@@ -59,8 +60,8 @@ fn ints_lossy(t: &Tensor) -> Result<Vec<i64>> {
 }
 
 /// Normalises axes against a rank, rejecting repeats.
-fn norm_axes(axes: &[i64], rank: usize) -> Result<Vec<usize>> {
-    let mut out = Vec::with_capacity(axes.len());
+fn norm_axes(axes: &[i64], rank: usize) -> Result<vinort_ir::Shape> {
+    let mut out = vinort_ir::Shape::new();
     for &a in axes {
         let a = crate::kernel::norm_axis(a, rank)?;
         if out.contains(&a) {

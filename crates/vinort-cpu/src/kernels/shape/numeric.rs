@@ -87,7 +87,9 @@ fn range_float<T: Float>(start: &Tensor, limit: &Tensor, delta: &Tensor) -> Resu
 
 fn range(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     Ok(kernel(|inputs| {
-        Ok(vec![range_tensor(tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?)?.into()])
+        Ok(smallvec::smallvec![
+            range_tensor(tensor_in(inputs, 0)?, tensor_in(inputs, 1)?, tensor_in(inputs, 2)?)?.into()
+        ])
     }))
 }
 
@@ -126,7 +128,7 @@ fn cum_sum(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let reverse: bool = info.node.attr_or("reverse", false)?;
     Ok(kernel(move |inputs| {
         let axis = scalar_int(tensor_in(inputs, 1)?, "CumSum axis")?;
-        Ok(vec![cum_sum_tensor(tensor_in(inputs, 0)?, axis, exclusive, reverse)?.into()])
+        Ok(smallvec::smallvec![cum_sum_tensor(tensor_in(inputs, 0)?, axis, exclusive, reverse)?.into()])
     }))
 }
 
@@ -190,6 +192,6 @@ fn top_k(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
             None => scalar_int(tensor_in(inputs, 1)?, "TopK K")?,
         };
         let (v, i) = top_k_tensors(tensor_in(inputs, 0)?, k, axis, largest)?;
-        Ok(vec![v.into(), i.into()])
+        Ok(smallvec::smallvec![v.into(), i.into()])
     }))
 }

@@ -16,7 +16,7 @@
 //! Reshape, Flatten, Squeeze, Unsqueeze, Identity and inference Dropout share their input's
 //! storage; Constant hands out the same stored tensor on every run.
 
-use vinort_ir::{Error, Result, Tensor, Value};
+use vinort_ir::{Error, Result, Tensor, Value, Values};
 
 use super::copy::{Step, Strided, broadcast_scalar, dense_strides, run_plan};
 use super::{kernel, norm_axes, scalar_of, to_dim};
@@ -41,8 +41,8 @@ pub(super) fn register(r: &mut Registry) {
 
 /// The output shape of Reshape: `0` copies the input dim (unless `allowzero`), one `-1` is
 /// inferred from the element count.
-pub(super) fn reshape_dims(input: &[usize], spec: &[i64], allowzero: bool) -> Result<Vec<usize>> {
-    let mut out = Vec::with_capacity(spec.len());
+pub(super) fn reshape_dims(input: &[usize], spec: &[i64], allowzero: bool) -> Result<vinort_ir::Shape> {
+    let mut out = vinort_ir::Shape::new();
     let mut infer = None;
     for (i, &d) in spec.iter().enumerate() {
         match d {
@@ -75,7 +75,7 @@ fn reshape_v1(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let spec: Vec<i64> = info.node.req_attr("shape")?;
     Ok(kernel(move |inputs| {
         let x = tensor_in(inputs, 0)?;
-        Ok(vec![x.reshaped(&reshape_dims(x.shape(), &spec, false)?)?.into()])
+        Ok(smallvec::smallvec![x.reshaped(&reshape_dims(x.shape(), &spec, false)?)?.into()])
     }))
 }
 
@@ -83,8 +83,8 @@ fn reshape(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let allowzero = info.node.attr_or("allowzero", false)?;
     Ok(kernel(move |inputs| {
         let x = tensor_in(inputs, 0)?;
-        let spec = tensor_in(inputs, 1)?.to_i64_vec()?;
-        Ok(vec![x.reshaped(&reshape_dims(x.shape(), &spec, allowzero)?)?.into()])
+        let spec = tensor_in(inputs, 1)?.i64s()?;
+        Ok(smallvec::smallvec![x.reshaped(&reshape_dims(x.shape(), &spec, allowzero)?)?.into()])
     }))
 }
 
@@ -101,7 +101,7 @@ fn flatten(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         let a = a as usize;
         let outer: usize = x.shape()[..a].iter().product();
         let inner: usize = x.shape()[a..].iter().product();
-        Ok(vec![x.reshaped(&[outer, inner])?.into()])
+        Ok(smallvec::smallvec![x.reshaped(&[outer, inner])?.into()])
     }))
 }
 
@@ -122,7 +122,7 @@ fn squeeze(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
                 x.shape().iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, d)| *d).collect()
             }
         };
-        Ok(vec![x.reshaped(&shape)?.into()])
+        Ok(smallvec::smallvec![x.reshaped(&shape)?.into()])
     }))
 }
 
@@ -134,20 +134,24 @@ fn unsqueeze(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let opset = info.node.opset;
     Ok(kernel(move |inputs| {
         let x = tensor_in(inputs, 0)?;
-        let axes = if opset < 13 { attr.clone().unwrap_or_default() } else { tensor_in(inputs, 1)?.to_i64_vec()? };
+        let axes = match &attr {
+            Some(a) if opset < 13 => std::borrow::Cow::Borrowed(a.as_slice()),
+            _ if opset < 13 => std::borrow::Cow::Borrowed(&[][..]),
+            _ => tensor_in(inputs, 1)?.i64s()?,
+        };
         let rank = x.rank() + axes.len();
         // Axes count in the output's rank.
         let axes = norm_axes(&axes, rank)?;
         let mut dims = x.shape().iter();
-        let shape: Vec<usize> =
+        let shape: vinort_ir::Shape =
             (0..rank).map(|i| if axes.contains(&i) { 1 } else { dims.next().copied().unwrap_or(1) }).collect();
-        Ok(vec![x.reshaped(&shape)?.into()])
+        Ok(smallvec::smallvec![x.reshaped(&shape)?.into()])
     }))
 }
 
 fn identity(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     Ok(kernel(|inputs| match inputs.first().copied().flatten() {
-        Some(v) => Ok(vec![v.clone()]),
+        Some(v) => Ok(smallvec::smallvec![v.clone()]),
         None => Err(Error::invalid("Identity needs its input")),
     }))
 }
@@ -170,18 +174,18 @@ fn shape(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         let x = tensor_in(inputs, 0)?;
         let (s, e) = shape_range(x.rank(), start, end);
         let dims: Vec<i64> = x.shape()[s..e].iter().map(|d| *d as i64).collect();
-        Ok(vec![Tensor::from_slice(&[dims.len()], &dims)?.into()])
+        Ok(smallvec::smallvec![Tensor::from_slice(&[dims.len()], &dims)?.into()])
     }))
 }
 
 fn size(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
-    Ok(kernel(|inputs| Ok(vec![Tensor::scalar(tensor_in(inputs, 0)?.len() as i64).into()])))
+    Ok(kernel(|inputs| Ok(smallvec::smallvec![Tensor::scalar(tensor_in(inputs, 0)?.len() as i64).into()])))
 }
 
 fn constant(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     // Aligned once here, so every run hands out the same storage without copying.
     let value = Value::Tensor(vinort_ir::infer::constant_node_value(info.node)?.to_aligned());
-    Ok(kernel(move |_| Ok(vec![value.clone()])))
+    Ok(kernel(move |_| Ok(smallvec::smallvec![value.clone()])))
 }
 
 fn constant_of_shape(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
@@ -193,7 +197,7 @@ fn constant_of_shape(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     Ok(kernel(move |inputs| {
         let dims =
             tensor_in(inputs, 0)?.to_i64_vec()?.into_iter().map(|d| to_dim(d, "a dim")).collect::<Result<Vec<_>>>()?;
-        Ok(vec![run_plan(value.dtype(), &[&value], &dims, &[broadcast_scalar(0, &dims)])?.into()])
+        Ok(smallvec::smallvec![run_plan(value.dtype(), &[&value], &dims, &[broadcast_scalar(0, &dims)])?.into()])
     }))
 }
 
@@ -222,10 +226,14 @@ fn dropout(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
             };
             if ratio != 0.0 {
                 let (y, mask) = random::dropout::train(x, ratio, seed)?;
-                return Ok(if want_mask { vec![y.into(), mask.into()] } else { vec![y.into()] });
+                return Ok(if want_mask {
+                    smallvec::smallvec![y.into(), mask.into()]
+                } else {
+                    smallvec::smallvec![y.into()]
+                });
             }
         }
-        let mut out: Vec<Value> = vec![x.clone().into()];
+        let mut out: Values = smallvec::smallvec![x.clone().into()];
         if want_mask {
             // Opset 10 made the mask bool; before it had the input's type.
             let one = if opset >= 10 { Tensor::scalar(true) } else { scalar_of(x.dtype(), 1.0)? };
@@ -268,7 +276,7 @@ fn expand(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         let spec = tensor_in(inputs, 1)?.to_i64_vec()?;
         let spec = spec.into_iter().map(|d| to_dim(d, "an Expand dim")).collect::<Result<Vec<_>>>()?;
         let shape = broadcast_shapes(x.shape(), &spec)?;
-        Ok(vec![broadcast_to(x, &shape)?.into()])
+        Ok(smallvec::smallvec![broadcast_to(x, &shape)?.into()])
     }))
 }
 
@@ -282,7 +290,7 @@ fn tile(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         // The output seen as [r0, d0, r1, d1, ...] reads the input with stride 0 on each r.
         let xs = dense_strides(x.shape());
         let mut view_shape = Vec::with_capacity(2 * x.rank());
-        let mut strides = Vec::with_capacity(2 * x.rank());
+        let mut strides = super::copy::Dims::<isize>::new();
         let mut out_shape = Vec::with_capacity(x.rank());
         for ((&d, &s), &r) in x.shape().iter().zip(&xs).zip(&reps) {
             let r = to_dim(r, "a Tile repeat")?;
@@ -291,6 +299,6 @@ fn tile(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
             out_shape.push(r.checked_mul(d).ok_or_else(|| Error::invalid("Tile output is too large"))?);
         }
         let step = Step::Strided(Strided::dense(0, 0, strides, &view_shape));
-        Ok(vec![run_plan(x.dtype(), &[x], &out_shape, &[step])?.into()])
+        Ok(smallvec::smallvec![run_plan(x.dtype(), &[x], &out_shape, &[step])?.into()])
     }))
 }

@@ -67,7 +67,7 @@ fn slice_v1(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let ends: Vec<i64> = n.req_attr("ends")?;
     let axes: Option<Vec<i64>> = n.attr("axes")?;
     Ok(kernel(move |inputs| {
-        Ok(vec![slice_tensor(tensor_in(inputs, 0)?, &starts, &ends, axes.as_deref(), None)?.into()])
+        Ok(smallvec::smallvec![slice_tensor(tensor_in(inputs, 0)?, &starts, &ends, axes.as_deref(), None)?.into()])
     }))
 }
 
@@ -77,7 +77,9 @@ fn slice(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         let starts = tensor_in(inputs, 1)?.to_i64_vec()?;
         let ends = tensor_in(inputs, 2)?.to_i64_vec()?;
         let (axes, steps) = (ints(3)?, ints(4)?);
-        Ok(vec![slice_tensor(tensor_in(inputs, 0)?, &starts, &ends, axes.as_deref(), steps.as_deref())?.into()])
+        Ok(smallvec::smallvec![
+            slice_tensor(tensor_in(inputs, 0)?, &starts, &ends, axes.as_deref(), steps.as_deref())?.into()
+        ])
     }))
 }
 
@@ -108,7 +110,7 @@ pub(crate) fn concat_tensors(xs: &[&Tensor], axis: i64) -> Result<Tensor> {
             src_strides: dense_strides(x.shape()),
             dst_off: at * os[a] as usize,
             dst_strides: os.clone(),
-            shape: x.shape().to_vec(),
+            shape: x.shape().into(),
         }));
         at += x.shape()[a];
     }
@@ -119,7 +121,7 @@ fn concat(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let axis: i64 = info.node.req_attr("axis")?;
     Ok(kernel(move |inputs| {
         let xs = (0..inputs.len()).map(|i| tensor_in(inputs, i)).collect::<Result<Vec<_>>>()?;
-        Ok(vec![concat_tensors(&xs, axis)?.into()])
+        Ok(smallvec::smallvec![concat_tensors(&xs, axis)?.into()])
     }))
 }
 
@@ -272,7 +274,7 @@ pub(super) fn pad_tensor(x: &Tensor, pads: &[i64], mode: PadMode, value: Option<
                 src_strides: xs,
                 dst_off: doff,
                 dst_strides: os,
-                shape: inner,
+                shape: inner.into(),
             }));
         }
         return run_plan(x.dtype(), &srcs, &shape, &steps);
@@ -310,7 +312,7 @@ fn pad(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
             let x = tensor_in(inputs, 0)?;
             // The legacy float `value` is cast to the data type; zero is the default fill.
             let v = if value != 0.0 { Some(scalar_of(x.dtype(), value as f64)?) } else { None };
-            Ok(vec![pad_tensor(x, &pads, mode, v.as_ref())?.into()])
+            Ok(smallvec::smallvec![pad_tensor(x, &pads, mode, v.as_ref())?.into()])
         }));
     }
     Ok(kernel(move |inputs| {
@@ -334,6 +336,6 @@ fn pad(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
                 all
             }
         };
-        Ok(vec![pad_tensor(x, &pads, mode, value)?.into()])
+        Ok(smallvec::smallvec![pad_tensor(x, &pads, mode, value)?.into()])
     }))
 }

@@ -4,14 +4,14 @@
 //! examples and bad-input cases.
 
 use proptest::prelude::*;
-use vinort_ir::{Attr, DType, Error, Result, RunContext, Tensor, Value, ValueType};
+use vinort_ir::{Attr, DType, Error, Result, RunContext, Tensor, Value, ValueType, Values};
 
 use crate::kernel::{NodeInfo, Registry};
 use crate::test_support::{self as ts, ravel, run_op, unravel};
 
 // ---------------------------------------------------------------- harness
 
-fn run(op: &str, opset: i64, attrs: Vec<(&str, Attr)>, inputs: Vec<Option<Value>>, n_out: usize) -> Result<Vec<Value>> {
+fn run(op: &str, opset: i64, attrs: Vec<(&str, Attr)>, inputs: Vec<Option<Value>>, n_out: usize) -> Result<Values> {
     run_op(op, opset, attrs, &inputs, n_out)
 }
 

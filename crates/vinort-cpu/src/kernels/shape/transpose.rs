@@ -9,7 +9,7 @@
 
 use vinort_ir::{Error, Result, Tensor};
 
-use super::copy::{Step, Strided, dense_strides, run_plan};
+use super::copy::{Dims, Step, Strided, dense_strides, run_plan};
 use super::kernel;
 use crate::kernel::{Kernel, NodeInfo, Registry, index_below, tensor_in};
 
@@ -22,19 +22,19 @@ pub(super) fn register(r: &mut Registry) {
 /// `x` seen with `view` (same element count) and permuted by `perm`, stored as `out_shape`.
 fn permute_view(x: &Tensor, view: &[usize], perm: &[usize], out_shape: &[usize]) -> Result<Tensor> {
     let vs = dense_strides(view);
-    let shape: Vec<usize> = perm.iter().map(|p| view[*p]).collect();
-    let strides: Vec<isize> = perm.iter().map(|p| vs[*p]).collect();
+    let shape: Dims<usize> = perm.iter().map(|p| view[*p]).collect();
+    let strides: Dims<isize> = perm.iter().map(|p| vs[*p]).collect();
     run_plan(x.dtype(), &[x], out_shape, &[Step::Strided(Strided::dense(0, 0, strides, &shape))])
 }
 
 /// Transposes `x`: output axis `i` is input axis `perm[i]` (reversed axes when `perm` is None).
 pub(crate) fn transpose_tensor(x: &Tensor, perm: Option<&[i64]>) -> Result<Tensor> {
     let r = x.rank();
-    let perm: Vec<usize> = match perm {
+    let perm: Dims<usize> = match perm {
         None => (0..r).rev().collect(),
         Some(p) => {
-            let mut seen = vec![false; r];
-            let mut out = Vec::with_capacity(r);
+            let mut seen: Dims<bool> = smallvec::smallvec![false; r];
+            let mut out = Dims::new();
             for &a in p {
                 match index_below(a, r) {
                     Some(a) if !seen[a] => {
@@ -50,13 +50,13 @@ pub(crate) fn transpose_tensor(x: &Tensor, perm: Option<&[i64]>) -> Result<Tenso
             out
         }
     };
-    let shape: Vec<usize> = perm.iter().map(|p| x.shape()[*p]).collect();
+    let shape: Dims<usize> = perm.iter().map(|p| x.shape()[*p]).collect();
     permute_view(x, x.shape(), &perm, &shape)
 }
 
 fn transpose(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let perm: Option<Vec<i64>> = info.node.attr("perm")?;
-    Ok(kernel(move |inputs| Ok(vec![transpose_tensor(tensor_in(inputs, 0)?, perm.as_deref())?.into()])))
+    Ok(kernel(move |inputs| Ok(smallvec::smallvec![transpose_tensor(tensor_in(inputs, 0)?, perm.as_deref())?.into()])))
 }
 
 /// Blocksize and whether the mode is CRD (column-row-depth) rather than the default DCR.
@@ -109,10 +109,10 @@ pub(super) fn space_to_depth_tensor(x: &Tensor, bs: usize, crd: bool) -> Result<
 
 fn depth_to_space(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let (bs, crd) = block_attrs(info)?;
-    Ok(kernel(move |inputs| Ok(vec![depth_to_space_tensor(tensor_in(inputs, 0)?, bs, crd)?.into()])))
+    Ok(kernel(move |inputs| Ok(smallvec::smallvec![depth_to_space_tensor(tensor_in(inputs, 0)?, bs, crd)?.into()])))
 }
 
 fn space_to_depth(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let (bs, crd) = block_attrs(info)?;
-    Ok(kernel(move |inputs| Ok(vec![space_to_depth_tensor(tensor_in(inputs, 0)?, bs, crd)?.into()])))
+    Ok(kernel(move |inputs| Ok(smallvec::smallvec![space_to_depth_tensor(tensor_in(inputs, 0)?, bs, crd)?.into()])))
 }

@@ -15,6 +15,7 @@
 //! combinations are computed anyway (a forward one-sided transform of complex input keeps the
 //! low bins, real input to IRFFT is a spectrum with zero imaginary parts).
 
+use vinort_ir::Values;
 use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
 use super::fft::{Layout, Transform, transform};
@@ -52,14 +53,14 @@ struct Dft {
 }
 
 impl Kernel for Dft {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let axis = match self.axis {
             Axis::Fixed(a) => a,
             Axis::Input => opt_tensor_in(inputs, 2)?.map(|t| scalar_i64(t, "DFT axis")).transpose()?.unwrap_or(-2),
         };
         let dft_length = opt_tensor_in(inputs, 1)?.map(|t| scalar_i64(t, "dft_length")).transpose()?;
-        Ok(vec![dft(x, axis, dft_length, self.inverse, self.onesided)?.into()])
+        Ok(smallvec::smallvec![dft(x, axis, dft_length, self.inverse, self.onesided)?.into()])
     }
 }
 

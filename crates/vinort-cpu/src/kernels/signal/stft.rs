@@ -8,6 +8,7 @@
 //! `bins = frame_length/2 + 1` when `onesided` (the default, 1) and `frame_length` otherwise.
 //! Like ONNX's reference, a one-sided transform of a complex signal keeps the low bins.
 
+use vinort_ir::Values;
 use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
 use super::fft::{Layout, Transform, transform};
@@ -31,12 +32,12 @@ struct Stft {
 }
 
 impl Kernel for Stft {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let signal = tensor_in(inputs, 0)?;
         let step = scalar_i64(tensor_in(inputs, 1)?, "frame_step")?;
         let window = opt_tensor_in(inputs, 2)?;
         let frame_length = opt_tensor_in(inputs, 3)?.map(|t| scalar_i64(t, "frame_length")).transpose()?;
-        Ok(vec![stft(signal, step, window, frame_length, self.onesided)?.into()])
+        Ok(smallvec::smallvec![stft(signal, step, window, frame_length, self.onesided)?.into()])
     }
 }
 

@@ -16,6 +16,7 @@
 //! Full match is `\A(?:pattern)\z`: every way of matching is tried, not just the leftmost
 //! first one, so the anchored form is exactly RE2's `FullMatch`.
 
+use vinort_ir::Values;
 use vinort_ir::{Result, RunContext, Tensor, Value};
 
 use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
@@ -44,7 +45,7 @@ pub(crate) fn compile_full(pattern: &str) -> std::result::Result<regex::Regex, S
 }
 
 impl Kernel for RegexFullMatch {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let xs = x.as_strings()?;
         let y = Tensor::build::<bool>(x.shape(), |o| {
@@ -52,7 +53,7 @@ impl Kernel for RegexFullMatch {
                 *o = self.re.is_match(s);
             }
         });
-        Ok(vec![Value::Tensor(y)])
+        Ok(smallvec::smallvec![Value::Tensor(y)])
     }
 }
 

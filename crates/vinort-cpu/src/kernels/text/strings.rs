@@ -3,6 +3,7 @@
 //! [StringNormalizer](https://onnx.ai/onnx/operators/onnx__StringNormalizer.html) (10).
 
 use std::collections::HashSet;
+use vinort_ir::Values;
 
 use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
@@ -34,7 +35,7 @@ fn concat_factory(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
                 s
             })
             .collect();
-        Ok(vec![Value::Tensor(Tensor::from_strings(&shape, out)?)])
+        Ok(smallvec::smallvec![Value::Tensor(Tensor::from_strings(&shape, out)?)])
     })))
 }
 
@@ -88,7 +89,7 @@ pub(crate) fn split_str<'a>(s: &'a str, delimiter: Option<&str>, maxsplit: Optio
 }
 
 impl Kernel for StringSplit {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let xs = x.as_strings()?;
         let pieces: Vec<Vec<&str>> =
@@ -102,7 +103,10 @@ impl Kernel for StringSplit {
         let mut shape = x.shape().to_vec();
         shape.push(width);
         let counts: Vec<i64> = pieces.iter().map(|p| p.len() as i64).collect();
-        Ok(vec![Value::Tensor(Tensor::from_strings(&shape, out)?), Value::Tensor(Tensor::from_vec(x.shape(), counts)?)])
+        Ok(smallvec::smallvec![
+            Value::Tensor(Tensor::from_strings(&shape, out)?),
+            Value::Tensor(Tensor::from_vec(x.shape(), counts)?)
+        ])
     }
 }
 
@@ -188,7 +192,7 @@ fn normalizer_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for StringNormalizer {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let two_d = match x.shape() {
             [_] => false,
@@ -220,6 +224,6 @@ impl Kernel for StringNormalizer {
             out.push(String::new());
         }
         let shape = if two_d { vec![1, out.len()] } else { vec![out.len()] };
-        Ok(vec![Value::Tensor(Tensor::from_strings(&shape, out)?)])
+        Ok(smallvec::smallvec![Value::Tensor(Tensor::from_strings(&shape, out)?)])
     }
 }

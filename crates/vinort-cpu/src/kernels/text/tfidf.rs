@@ -14,6 +14,7 @@
 //! follows the runtimes, so models keep the numbers they were validated with.
 
 use std::collections::HashMap;
+use vinort_ir::Values;
 
 use vinort_ir::{DType, Error, Node, Result, RunContext, Tensor, Value};
 
@@ -187,7 +188,7 @@ impl TfIdf {
 }
 
 impl Kernel for TfIdf {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let x = tensor_in(inputs, 0)?;
         let (rows, out_shape) = match *x.shape() {
             [] => (1, vec![self.out_size]),
@@ -217,6 +218,6 @@ impl Kernel for TfIdf {
                 };
             }
         });
-        Ok(vec![Value::Tensor(y)])
+        Ok(smallvec::smallvec![Value::Tensor(y)])
     }
 }

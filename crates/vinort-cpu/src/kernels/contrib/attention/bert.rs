@@ -13,6 +13,7 @@
 //! are `(2, B, N, M, H)` buffers holding `past_sequence_length` valid keys, and the new keys
 //! are written after them. `do_rotary` is refused: ONNX Runtime's CPU kernel refuses it too.
 
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::{Bias, Dims, Span, add32, attend, concat_seq, heads_attr, per_head, split_heads};
@@ -63,7 +64,7 @@ impl Core {
         attn_bias: Option<&Tensor>,
         past_len: Option<&Tensor>,
         out_type: DType,
-    ) -> Result<Vec<Value>> {
+    ) -> Result<Values> {
         let n = self.heads;
         if dq != dk {
             return Err(Error::invalid(format!("Q hidden size {dq} differs from K hidden size {dk}")));
@@ -145,7 +146,7 @@ impl Core {
         let dims = Dims { b, n, kvn: n, sq: s, tot, dk: hq, dv: hv };
         let scale = self.scale.unwrap_or(1.0 / (hq as f64).sqrt());
         let y = attend(&dims, &q, &kall, &vall, scale, &row)?;
-        let mut outs = vec![store(out_type, &[b, s, dv], &y)?.into()];
+        let mut outs: Values = smallvec::smallvec![store(out_type, &[b, s, dv], &y)?.into()];
         if self.want_present {
             if past.is_none() && hq != hv {
                 return Err(Error::invalid("present needs equal K and V head sizes"));
@@ -285,7 +286,7 @@ fn attention(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 }
 
 impl Kernel for Attention {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let (x, w) = (tensor_in(inputs, 0)?, tensor_in(inputs, 1)?);
         let (b, s, d, width) = proj_dims(x, w)?;
         let sizes = hidden_sizes(&self.node, width)?;
@@ -326,7 +327,7 @@ fn per_column(t: Option<&Tensor>, cols: usize, what: &str, default: f64) -> Resu
 }
 
 impl Kernel for QAttention {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let (x, w) = (tensor_in(inputs, 0)?, tensor_in(inputs, 1)?);
         let bias = tensor_in(inputs, 2)?;
         let (b, s, d, width) = proj_dims(x, w)?;

@@ -15,6 +15,7 @@
 //! `cos_cache`/`sin_cache [max_pos, R/2]` at `position_ids [B, S]` (default: the token's
 //! position in its sequence), halves or interleaved pairs per `rotary_interleaved`.
 
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, RunContext, Value};
 
 use super::{Bias, Dims, Span, attend, heads_attr, split_heads};
@@ -93,7 +94,7 @@ fn rotate(
 }
 
 impl Kernel for Gqa {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let q = tensor_in(inputs, 0)?;
         let [k, v, pk, pv] = [1, 2, 3, 4].map(|i| opt_tensor_in(inputs, i));
         let (k, v, pk, pv) = (k?, v?, pk?, pv?);
@@ -285,7 +286,7 @@ impl Kernel for Gqa {
         let dims = Dims { b, n, kvn, sq: s, tot: plen, dk: h, dv: h };
         let scale = self.scale.unwrap_or(1.0 / (h as f64).sqrt());
         let y = attend(&dims, &qh, &kall, &vall, scale, &row)?;
-        Ok(vec![
+        Ok(smallvec::smallvec![
             store(dt, &[b, s, n * h], &y)?.into(),
             store(dt, &[b, kvn, plen, h], &kall)?.into(),
             store(dt, &[b, kvn, plen, h], &vall)?.into(),

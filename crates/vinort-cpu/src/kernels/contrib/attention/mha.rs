@@ -9,6 +9,7 @@
 //! `[1|B, 1|N, S, T]`; `past_key`/`past_value` `[B, N, P, H]` are prepended into
 //! `present_key`/`present_value` `[B, N, P + L, H]`; `unidirectional` hides keys after `P + i`.
 
+use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::bert::MaskRows;
@@ -178,7 +179,7 @@ impl Mha {
 }
 
 impl Kernel for Mha {
-    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let q = tensor_in(inputs, 0)?;
         let [k, v, bias, mask, attn_bias, pk, pv] = [1, 2, 3, 4, 5, 6, 7].map(|i| opt_tensor_in(inputs, i));
         let (k, v, bias, mask, attn_bias, pk, pv) = (k?, v?, bias?, mask?, attn_bias?, pk?, pv?);
@@ -235,7 +236,7 @@ impl Kernel for Mha {
         let scale = self.scale.unwrap_or(1.0 / (h as f64).sqrt());
         let y = attend(&dims, &qh, &kall, &vall, scale, &row)?;
         let dt = q.dtype();
-        let mut outs: Vec<Value> = vec![store(dt, &[b, s, n * hv], &y)?.into()];
+        let mut outs: Values = smallvec::smallvec![store(dt, &[b, s, n * hv], &y)?.into()];
         if self.want[1] || self.want[2] {
             outs.push(store(dt, &[b, n, tot, h], &kall)?.into());
             outs.push(store(dt, &[b, n, tot, hv], &vall)?.into());
