@@ -52,8 +52,9 @@ impl AlignedBuf {
     }
 
     /// The buffer viewed as elements of `T` (the buffer is 64-byte aligned, and its length
-    /// must be a multiple of `size_of::<T>()`).
-    pub fn typed_mut<T: Elem>(&mut self) -> &mut [T] {
+    /// must be a multiple of `size_of::<T>()`). Crate-private: bytes written through
+    /// [`AlignedBuf::as_mut_slice`] need not be valid `bool`s.
+    pub(crate) fn typed_mut<T: Elem>(&mut self) -> &mut [T] {
         let n = self.len / std::mem::size_of::<T>().max(1);
         // SAFETY: 64-byte alignment satisfies T's; the bytes are initialised and a valid T:
         // zeroed (all-zero is 0, 0.0 or false) or, for buffers from `for_overwrite`, which
@@ -85,16 +86,14 @@ impl Shared {
         if len == 0 {
             return Shared(None);
         }
-        match pool::take(len) {
-            Some(mut arc) => {
-                if let Some(buf) = Arc::get_mut(&mut arc) {
-                    buf.as_mut_slice().fill(0);
-                }
-                crate::stats::record_reuse(len);
-                Shared(Some(arc))
-            }
-            None => Shared(Some(Arc::new(AlignedBuf::zeroed(len)))),
+        let mut kept = pool::take(len);
+        // Pooled buffers are unique; one that were not could not be zeroed, so it is not used.
+        if let Some(buf) = kept.as_mut().and_then(Arc::get_mut) {
+            buf.as_mut_slice().fill(0);
+            crate::stats::record_reuse(len);
+            return Shared(kept);
         }
+        Shared(Some(Arc::new(AlignedBuf::zeroed(len))))
     }
 
     /// A buffer of `len` bytes that its owner will overwrite whole: one from the [`pool`]
