@@ -126,7 +126,8 @@ fn options_reach_openvino_and_are_read_back() {
             && d.contains("INFERENCE_PRECISION_HINT=f32"),
         "{d}"
     );
-    assert!(d.contains("2 infer request(s)") || d.contains("infer request(s)"), "{d}");
+    // Two streams: OpenVINO's optimal number of requests, and the pool's bound, is two.
+    assert!(d.contains("; 2 infer request(s);"), "{d}");
     check(&s, "mobilenetv2_tiny");
 }
 
@@ -378,7 +379,7 @@ fn layout_cache_dir_and_load_config_reach_openvino() {
     let cache = tempfile::tempdir().unwrap();
     let ov = OpenVino::from_key_values([
         ("precision", "FP32"),
-        ("layout", "x[NC]"),
+        ("layout", "input[NCHW]"),
         ("load_config", r#"{"CPU": {"INFERENCE_NUM_THREADS": "1", "NOT_A_PROPERTY": "x"}}"#),
     ])
     .unwrap()
@@ -401,6 +402,29 @@ fn layout_cache_dir_and_load_config_reach_openvino() {
         Runtime::from_bytes(dynamic_relu()).unwrap().providers([bad.error_on_failure(), Cpu::default().into()]).build();
     let e = e.err().map(|e| e.to_string()).unwrap_or_default();
     assert!(e.contains("layout x[NCHW]"), "{e}");
+}
+
+#[test]
+fn reshape_input_and_layout_names_must_be_model_inputs() {
+    let build = |key: &str, value: &str| {
+        let ov = OpenVino::from_key_values([(key, value)]).unwrap();
+        Runtime::load(model_dir("mobilenetv2_tiny").join("model.onnx"))
+            .unwrap()
+            .providers([ov.into(), Cpu::default().into()])
+            .build()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    for (key, value) in [("reshape_input", "data[1,3,32,32]"), ("layout", "data[NCHW]")] {
+        let e = build(key, value);
+        assert!(e.contains(&format!("{key} names 'data'")) && e.contains("'input'"), "{key}: {e}");
+    }
+    // An output's layout is refused, not silently dropped.
+    let e = build("layout", "probabilities[NC]");
+    assert!(e.contains("layout probabilities[NC] names an output"), "{e}");
+    // A name that is an input is accepted.
+    assert_eq!(build("layout", "input[NCHW]"), "");
 }
 
 #[test]

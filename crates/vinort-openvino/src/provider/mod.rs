@@ -137,6 +137,43 @@ impl OpenVinoProvider {
 /// An OpenVINO message in one line of at most 300 characters: OpenVINO's messages carry a
 /// stack of "Exception from <file>:<line>" and "Check '…' failed at <file>" lines before the
 /// words that say what went wrong; those are dropped and the rest joined.
+impl OpenVinoProvider {
+    /// `reshape_input` and `layout` name model inputs: a name that is none of them is an
+    /// error listing the inputs (ONNX Runtime's OpenVINO EP fails too), not an option silently
+    /// ignored. A `layout` entry for a model output is refused: vinort applies layouts to the
+    /// inputs of the partitions they enter and has no output-side conversion.
+    fn check_tensor_names(&self, model: &Model) -> Result<()> {
+        let g = &model.graph;
+        let inputs: Vec<&str> = g.inputs().iter().map(|v| g.value(*v).name.as_str()).collect();
+        let outputs: Vec<&str> = g.outputs().iter().map(|v| g.value(*v).name.as_str()).collect();
+        let unknown = |option: &str, name: &str| {
+            vinort_ir::Error::invalid(format!(
+                "{option} names '{name}', which is not an input of the model; its inputs are: {}",
+                inputs.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ")
+            ))
+        };
+        if let Some(r) = &self.options.reshape_input
+            && let Some(i) = r.inputs.iter().find(|i| !inputs.contains(&i.name.as_str()))
+        {
+            return Err(unknown("reshape_input", &i.name));
+        }
+        if let Some(l) = &self.options.layout {
+            for (name, layout) in &l.entries {
+                if inputs.contains(&name.as_str()) {
+                    continue;
+                }
+                if outputs.contains(&name.as_str()) {
+                    return Err(vinort_ir::Error::unsupported(format!(
+                        "layout {name}[{layout}] names an output of the model; vinort applies layouts to model inputs only"
+                    )));
+                }
+                return Err(unknown("layout", name));
+            }
+        }
+        Ok(())
+    }
+}
+
 fn first_line(s: &str) -> String {
     let context = |l: &str| {
         let l = l.trim();
@@ -195,6 +232,7 @@ impl ExecutionProvider for OpenVinoProvider {
     }
 
     fn capability(&self, model: &Model, offered: &[NodeIndex]) -> Result<Capability> {
+        self.check_tensor_names(model)?;
         let s = self.started()?;
         let probe = |ix| self.probe(model, ix, s);
         let layers = capability::layers();
@@ -219,6 +257,7 @@ impl ExecutionProvider for OpenVinoProvider {
     /// probe refuses only *alone* (OpenVINO did not convert that single-node model) is no
     /// evidence against a whole model that compiles, so no probe runs here.
     fn compile_whole(&self, model: &Model, part: &PartitionDef) -> Result<WholeModel> {
+        self.check_tensor_names(model)?;
         let s = self.started()?;
         let layers = capability::layers();
         let never = |_| -> probe::Verdict { unreachable!("the probe layer is not asked before a whole compile") };

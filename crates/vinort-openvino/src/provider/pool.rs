@@ -104,6 +104,28 @@ mod tests {
     }
 
     #[test]
+    fn many_threads_never_hold_more_than_the_bound() {
+        let pool = Pool::new(3);
+        let (held, most, made) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for _ in 0..200 {
+                        let item = pool.take(|| Ok::<_, ()>(made.fetch_add(1, Ordering::SeqCst))).unwrap();
+                        let now = held.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        std::thread::yield_now();
+                        held.fetch_sub(1, Ordering::SeqCst);
+                        pool.give_back(item);
+                    }
+                });
+            }
+        });
+        assert!(most.load(Ordering::SeqCst) <= 3, "at most 3 held at once, saw {}", most.load(Ordering::SeqCst));
+        assert!(made.load(Ordering::SeqCst) <= 3, "at most 3 created, made {}", made.load(Ordering::SeqCst));
+    }
+
+    #[test]
     fn pool_failed_create_frees_its_place() {
         let pool = Pool::new(1);
         assert_eq!(pool.take(|| Err::<u8, _>("no request")), Err("no request"));
