@@ -64,6 +64,10 @@ pub const KNOWN_KEYS: &[&str] = &[
     "disable_dynamic_shapes",
     "reshape_input",
     "layout",
+    "context",
+    "enable_opencl_throttling",
+    "device_luid",
+    "enable_causallm",
 ];
 
 /// An invalid option: each message names the option, the offending value and what is valid.
@@ -91,6 +95,14 @@ pub enum OptionError {
         /// The device string given.
         input: String,
         /// Which token is wrong and why.
+        reason: String,
+    },
+    /// An option that is valid but that vinort cannot honour (it says why rather than ignore it).
+    #[error("option `{option}` cannot be honoured: {reason}")]
+    Unsupported {
+        /// The option name.
+        option: &'static str,
+        /// Why, and what to do instead.
         reason: String,
     },
     /// A syntax error in `reshape_input` or `layout`.
@@ -300,6 +312,19 @@ pub struct OpenVinoOptions {
     pub load_config: Option<LoadConfig>,
     /// Raw properties from [`OpenVinoOptions::property`], applied last.
     pub raw_properties: Vec<RawProperty>,
+    /// `context`: the address of an OpenCL context for GPU remote tensors. Parsed (hex with
+    /// `0x` or decimal, non-zero) and refused when compiling: OpenVINO's C API has no remote
+    /// context to wrap it in.
+    pub context: Option<u64>,
+    /// `enable_opencl_throttling` -> `GPU_QUEUE_THROTTLE=LOW` on GPU devices (ignored with a
+    /// warning when the target has no GPU).
+    pub enable_opencl_throttling: bool,
+    /// `device_luid`: the adapter LUID (up to 16 hex digits, stored as 16 upper-case digits) of
+    /// the device to run on. Refused when compiling: name the device in `device_type` instead.
+    pub device_luid: Option<String>,
+    /// `enable_causallm`: ONNX Runtime's stateful LLM transformation. `true` is refused when
+    /// compiling: OpenVINO's C API cannot apply the stateful (MakeStateful) transformation.
+    pub enable_causallm: bool,
 }
 
 impl OpenVinoOptions {
@@ -400,6 +425,12 @@ impl OpenVinoOptions {
             "disable_dynamic_shapes" => self.disable_dynamic_shapes = parse_bool("disable_dynamic_shapes", v)?,
             "reshape_input" => self.reshape_input = Some(v.parse()?),
             "layout" => self.layout = Some(v.parse()?),
+            "context" => self.context = Some(parse_address(v)?),
+            "enable_opencl_throttling" => {
+                self.enable_opencl_throttling = parse_bool("enable_opencl_throttling", v)?;
+            }
+            "device_luid" => self.device_luid = Some(parse_luid(v)?),
+            "enable_causallm" => self.enable_causallm = parse_bool("enable_causallm", v)?,
             _ => return Err(OptionError::UnknownOption { key: key.to_owned() }),
         }
         Ok(())
@@ -428,6 +459,32 @@ fn parse_positive(option: &'static str, v: &str) -> Result<NonZeroU32, OptionErr
         value: v.to_owned(),
         expected: format!("an integer from 1 to {}", u32::MAX),
     })
+}
+
+/// A non-zero address, `0x`-prefixed hex or decimal (ONNX Runtime passes `context` so).
+fn parse_address(v: &str) -> Result<u64, OptionError> {
+    let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => v.parse::<u64>().ok(),
+    };
+    parsed.filter(|a| *a != 0).ok_or_else(|| OptionError::InvalidValue {
+        option: "context",
+        value: v.to_owned(),
+        expected: "a non-zero address, 0x-prefixed hex or decimal".to_owned(),
+    })
+}
+
+/// An adapter LUID: 1 to 16 hex digits (an optional `0x`), as 16 upper-case digits.
+fn parse_luid(v: &str) -> Result<String, OptionError> {
+    let digits = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")).unwrap_or(v);
+    if digits.is_empty() || digits.len() > 16 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(OptionError::InvalidValue {
+            option: "device_luid",
+            value: v.to_owned(),
+            expected: "an adapter LUID of 1 to 16 hex digits".to_owned(),
+        });
+    }
+    Ok(format!("{:0>16}", digits.to_ascii_uppercase()))
 }
 
 fn parse_bool(option: &'static str, v: &str) -> Result<bool, OptionError> {

@@ -202,6 +202,37 @@ fn precision_properties(
 const DEVICE_PROPERTIES_DELIMITERS: [char; 4] = ['{', '}', ',', ':'];
 
 impl OpenVinoOptions {
+    /// The ONNX Runtime keys vinort parses and validates but cannot honour, refused with the
+    /// reason rather than ignored.
+    fn refuse_what_cannot_be_honoured(&self) -> Result<(), OptionError> {
+        if self.context.is_some() {
+            return Err(OptionError::Unsupported {
+                option: "context",
+                reason: "an OpenCL context for GPU remote tensors needs OpenVINO's remote-context API, \
+                         which its C API does not offer"
+                    .to_owned(),
+            });
+        }
+        if let Some(luid) = &self.device_luid {
+            return Err(OptionError::Unsupported {
+                option: "device_luid",
+                reason: format!(
+                    "selecting a device by adapter LUID {luid} is not supported; name the device in \
+                     device_type instead (`vinort devices` lists them, e.g. GPU.1)"
+                ),
+            });
+        }
+        if self.enable_causallm {
+            return Err(OptionError::Unsupported {
+                option: "enable_causallm",
+                reason: "the stateful LLM transformation (OpenVINO's MakeStateful pass) is not reachable \
+                         through OpenVINO's C API"
+                    .to_owned(),
+            });
+        }
+        Ok(())
+    }
+
     /// Resolves the options into OpenVINO properties, asking `dev` what each device supports.
     ///
     /// * Single device: precision hints, `NUM_STREAMS`, `INFERENCE_NUM_THREADS` (CPU only),
@@ -219,6 +250,7 @@ impl OpenVinoOptions {
     /// not part of the target are ignored with a warning. Raw properties skip these checks.
     pub fn compile_properties(&self, dev: &dyn DeviceProperties) -> Result<Resolved, OptionError> {
         self.device.validate()?;
+        self.refuse_what_cannot_be_honoured()?;
         let target_name = self.device.to_string();
         let meta = self.device.meta_name();
         let mut b = Builder {
@@ -320,6 +352,19 @@ impl OpenVinoOptions {
         }
         if let Some(priority) = self.model_priority.property_value() {
             b.put(Slot::Target, "MODEL_PRIORITY", priority, Source::Explicit, "model_priority");
+        }
+        if self.enable_opencl_throttling {
+            // ONNX Runtime's OpenVINO EP sets the GPU queue throttle to LOW for this option.
+            let gpus: Vec<Slot> =
+                physical.iter().filter(|(p, _)| p.kind() == DeviceKind::Gpu).map(|(_, s)| *s).collect();
+            if gpus.is_empty() {
+                b.warn(format!(
+                    "enable_opencl_throttling applies only to GPUs; device_type {target_name} has no GPU; ignored"
+                ));
+            }
+            for slot in gpus {
+                b.put(slot, "GPU_QUEUE_THROTTLE", "LOW", Source::Explicit, "enable_opencl_throttling");
+            }
         }
         if let Some(dir) = &self.cache_dir {
             let Some(text) = dir.to_str().filter(|t| !t.is_empty()) else {

@@ -36,6 +36,7 @@ impl FakeDevices {
             "MODEL_PRIORITY",
             "PERF_COUNT",
             "DYNAMIC_QUANTIZATION_GROUP_SIZE",
+            "GPU_QUEUE_THROTTLE",
         ];
         let npu_rw = ["PERFORMANCE_HINT", "NUM_STREAMS", "MODEL_PRIORITY"];
         let auto_rw =
@@ -747,4 +748,40 @@ fn assert_warnings(warnings: &[String], expected: &[&[&str]]) {
     for parts in expected {
         assert!(warnings.iter().any(|w| parts.iter().all(|p| w.contains(p))), "{parts:?} not in {warnings:?}");
     }
+}
+
+#[test]
+fn the_four_remaining_ort_keys_are_parsed_validated_and_mapped_or_refused() {
+    // enable_opencl_throttling: GPU_QUEUE_THROTTLE=LOW on a GPU, a warning without one.
+    let r = resolve(&set(&[("device_type", "GPU"), ("enable_opencl_throttling", "true")]));
+    assert_eq!(r.property("GPU_QUEUE_THROTTLE"), Some("LOW"));
+    let r = resolve(&set(&[("enable_opencl_throttling", "1")]));
+    assert!(r.property("GPU_QUEUE_THROTTLE").is_none());
+    assert!(r.warnings.iter().any(|w| w.contains("enable_opencl_throttling applies only to GPUs")), "{:?}", r.warnings);
+    assert!(resolve(&set(&[("enable_opencl_throttling", "false")])).warnings.is_empty());
+
+    // Values are validated when set.
+    let mut o = OpenVinoOptions::default();
+    for (key, bad) in [("context", "0"), ("context", "0xzz"), ("device_luid", "12345678901234567"), ("device_luid", "")]
+    {
+        assert!(matches!(o.set(key, bad), Err(OptionError::InvalidValue { .. })), "{key}={bad}");
+    }
+    assert!(matches!(o.set("enable_causallm", "maybe"), Err(OptionError::InvalidValue { .. })));
+    o.set("device_luid", "0x1a2b").unwrap();
+    assert_eq!(o.device_luid.as_deref(), Some("0000000000001A2B"));
+    o.set("context", "0x7f00aa").unwrap();
+    assert_eq!(o.context, Some(0x7f00aa));
+
+    // What cannot be honoured is refused when compiling, naming the option and why.
+    for (key, value, why) in [
+        ("context", "4096", "remote-context"),
+        ("device_luid", "1a2b", "device_type"),
+        ("enable_causallm", "true", "MakeStateful"),
+    ] {
+        let e = set(&[(key, value)]).compile_properties(&FakeDevices::new()).unwrap_err();
+        assert!(matches!(e, OptionError::Unsupported { .. }), "{key}: {e:?}");
+        let e = e.to_string();
+        assert!(e.contains(&format!("`{key}`")) && e.contains(why), "{key}: {e}");
+    }
+    assert!(set(&[("enable_causallm", "false")]).compile_properties(&FakeDevices::new()).is_ok());
 }
