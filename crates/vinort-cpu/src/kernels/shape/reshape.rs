@@ -110,9 +110,12 @@ fn squeeze(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let from_input = info.node.opset >= 13;
     Ok(kernel(move |inputs| {
         let x = tensor_in(inputs, 0)?;
-        let axes =
-            if from_input { opt_tensor_in(inputs, 1)?.map(Tensor::to_i64_vec).transpose()? } else { attr.clone() };
-        let shape: Vec<usize> = match axes {
+        let axes = if from_input {
+            opt_tensor_in(inputs, 1)?.map(Tensor::i64s).transpose()?
+        } else {
+            attr.as_deref().map(std::borrow::Cow::Borrowed)
+        };
+        let shape: vinort_ir::Shape = match axes {
             None => x.shape().iter().copied().filter(|d| *d != 1).collect(),
             Some(axes) => {
                 let axes = norm_axes(&axes, x.rank())?;

@@ -7,6 +7,7 @@
 //! [Pad](https://onnx.ai/onnx/operators/onnx__Pad.html) 1– (attributes before 11, inputs from
 //! 11, `axes` from 18; constant, reflect, edge and wrap modes; negative pads crop).
 
+use smallvec::SmallVec;
 use vinort_ir::ops::slice_range;
 use vinort_ir::{Error, Result, Tensor, Value};
 
@@ -31,9 +32,9 @@ pub(super) fn slice_tensor(
 ) -> Result<Tensor> {
     let r = x.rank();
     let n = starts.len();
-    let default_axes: Vec<i64> = (0..n as i64).collect();
+    let default_axes: SmallVec<[i64; 6]> = (0..n as i64).collect();
     let axes = axes.unwrap_or(&default_axes);
-    let ones = vec![1; n];
+    let ones: SmallVec<[i64; 6]> = smallvec::smallvec![1; n];
     let steps = steps.unwrap_or(&ones);
     if ends.len() != n || axes.len() != n || steps.len() != n {
         return Err(Error::invalid(format!(
@@ -45,7 +46,7 @@ pub(super) fn slice_tensor(
     }
     let axes = norm_axes(axes, r)?;
     let xs = dense_strides(x.shape());
-    let mut shape = x.shape().to_vec();
+    let mut shape: vinort_ir::Shape = x.shape().into();
     let mut strides = xs.clone();
     let mut off = 0usize;
     for (i, &a) in axes.iter().enumerate() {
@@ -73,9 +74,10 @@ fn slice_v1(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
 
 fn slice(_: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     Ok(kernel(|inputs| {
-        let ints = |i| opt_tensor_in(inputs, i)?.map(Tensor::to_i64_vec).transpose();
-        let starts = tensor_in(inputs, 1)?.to_i64_vec()?;
-        let ends = tensor_in(inputs, 2)?.to_i64_vec()?;
+        // Read in place when int64 (no copy, no allocation).
+        let ints = |i| opt_tensor_in(inputs, i)?.map(Tensor::i64s).transpose();
+        let starts = tensor_in(inputs, 1)?.i64s()?;
+        let ends = tensor_in(inputs, 2)?.i64s()?;
         let (axes, steps) = (ints(3)?, ints(4)?);
         Ok(smallvec::smallvec![
             slice_tensor(tensor_in(inputs, 0)?, &starts, &ends, axes.as_deref(), steps.as_deref())?.into()
