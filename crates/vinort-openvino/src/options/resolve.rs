@@ -99,6 +99,25 @@ impl Builder<'_> {
         self.warnings.push(message);
     }
 
+    /// Puts `key=value` on every physical device of one kind (`(kind, "the CPU", "CPU")`) of
+    /// the target named `target`, warning that `origin` is ignored when it has none.
+    fn put_on_kind(
+        &mut self,
+        (physical, target): (&[(PhysicalDevice, Slot)], &str),
+        (kind, applies_to, name): (DeviceKind, &str, &str),
+        key: &str,
+        value: &str,
+        origin: &str,
+    ) {
+        let slots: Vec<Slot> = physical.iter().filter(|(p, _)| p.kind() == kind).map(|(_, s)| *s).collect();
+        if slots.is_empty() {
+            self.warn(format!("{origin} applies only to {applies_to}; device_type {target} has no {name}; ignored"));
+        }
+        for slot in slots {
+            self.put(slot, key, value, Source::Explicit, origin);
+        }
+    }
+
     fn scope_name(&self, slot: Slot) -> String {
         match slot {
             Slot::Target => self.target_query.clone(),
@@ -339,32 +358,22 @@ impl OpenVinoOptions {
             }
         }
         if let Some(threads) = self.num_of_threads {
-            let cpus: Vec<Slot> =
-                physical.iter().filter(|(p, _)| p.kind() == DeviceKind::Cpu).map(|(_, s)| *s).collect();
-            if cpus.is_empty() {
-                b.warn(format!(
-                    "num_of_threads applies only to the CPU; device_type {target_name} has no CPU; ignored"
-                ));
-            }
-            for slot in cpus {
-                b.put(slot, "INFERENCE_NUM_THREADS", &threads.to_string(), Source::Explicit, "num_of_threads");
-            }
+            let cpu = (DeviceKind::Cpu, "the CPU", "CPU");
+            b.put_on_kind(
+                (&physical, &target_name),
+                cpu,
+                "INFERENCE_NUM_THREADS",
+                &threads.to_string(),
+                "num_of_threads",
+            );
         }
         if let Some(priority) = self.model_priority.property_value() {
             b.put(Slot::Target, "MODEL_PRIORITY", priority, Source::Explicit, "model_priority");
         }
         if self.enable_opencl_throttling {
             // ONNX Runtime's OpenVINO EP sets the GPU queue throttle to LOW for this option.
-            let gpus: Vec<Slot> =
-                physical.iter().filter(|(p, _)| p.kind() == DeviceKind::Gpu).map(|(_, s)| *s).collect();
-            if gpus.is_empty() {
-                b.warn(format!(
-                    "enable_opencl_throttling applies only to GPUs; device_type {target_name} has no GPU; ignored"
-                ));
-            }
-            for slot in gpus {
-                b.put(slot, "GPU_QUEUE_THROTTLE", "LOW", Source::Explicit, "enable_opencl_throttling");
-            }
+            let gpu = (DeviceKind::Gpu, "GPUs", "GPU");
+            b.put_on_kind((&physical, &target_name), gpu, "GPU_QUEUE_THROTTLE", "LOW", "enable_opencl_throttling");
         }
         if let Some(dir) = &self.cache_dir {
             let Some(text) = dir.to_str().filter(|t| !t.is_empty()) else {
