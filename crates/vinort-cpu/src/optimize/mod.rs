@@ -20,6 +20,10 @@
 //!
 //! - [`layout::nchwc`] (All): f32 2-D Convs, with their fused tails, run in the blocked
 //!   NCHWc layout on CPUs with AVX-512, with reorders where values cross into and out of it.
+//! - [`nhwc::qconv`] (All): QLinearConvs with constant parameters (including those the QDQ
+//!   fusion made), and the per-tensor Q/DQ and elementwise ops between them, run channels-last,
+//!   with Transposes where values cross into and out of the layout. Unlike NCHWc it changes no
+//!   value: the int8 sums are exact and requantized by the same formula.
 //!
 //! Folding and the epilogue fusions compute exactly what the unfused graph computes (same
 //! kernels, same f32 formulas in the same order); Conv+BatchNormalization and GELU round
@@ -42,8 +46,11 @@ use crate::kernels::linalg::matmul::{fused_gemm_factory, fused_matmul_factory};
 pub(crate) mod fold;
 pub(crate) mod fuse;
 pub(crate) mod layout;
+pub(crate) mod nhwc;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_nhwc;
 
 /// How much the Cpu provider rewrites a partition before compiling it, like ONNX Runtime's
 /// `GraphOptimizationLevel`.
@@ -146,6 +153,7 @@ impl<'g> Work<'g> {
         }
         if level >= OptLevel::All {
             layout::nchwc(self);
+            nhwc::qconv(self);
         }
     }
 
@@ -247,16 +255,7 @@ impl<'g> Work<'g> {
 /// when a pass gave it an epilogue.
 pub(crate) fn build_item(w: &Work<'_>, it: &Item) -> Result<Box<dyn Kernel>> {
     let node = &it.node;
-    let ty = |v: &Option<ValueId>| v.map(|v| w.ty(v)).unwrap_or(ValueType::Unknown);
-    let info = NodeInfo {
-        node,
-        inputs: node.inputs.iter().map(ty).collect(),
-        // Kernels read constants with typed access when they are built; protobuf leaves raw_data
-        // unaligned, so a misaligned one (common for 2-byte f16 weights) is aligned here, once
-        // per build, instead of making the factory refuse the node.
-        consts: node.inputs.iter().map(|v| v.and_then(|v| w.constant(v)).map(|t| t.to_aligned())).collect(),
-        outputs: node.outputs.iter().map(ty).collect(),
-    };
+    let info = node_info(w, node);
     if node.domain == crate::kernels::conv::nchwc::DOMAIN {
         return crate::kernels::conv::nchwc::factory(&info, it.epi.clone());
     }
@@ -271,6 +270,21 @@ pub(crate) fn build_item(w: &Work<'_>, it: &Item) -> Result<Box<dyn Kernel>> {
         "Gemm" => fused_gemm_factory(&info, epi),
         "MatMulInteger" => crate::kernels::quant::qmatmul::fused_integer_factory(&info, epi),
         other => Err(Error::invalid(format!("the optimizer fused an epilogue into {other}"))),
+    }
+}
+
+/// What a kernel factory sees of `node`: its values' types and constants as the optimizer
+/// knows them.
+pub(crate) fn node_info<'a>(w: &Work<'_>, node: &'a Node) -> NodeInfo<'a> {
+    let ty = |v: &Option<ValueId>| v.map(|v| w.ty(v)).unwrap_or(ValueType::Unknown);
+    NodeInfo {
+        node,
+        inputs: node.inputs.iter().map(ty).collect(),
+        // Kernels read constants with typed access when they are built; protobuf leaves raw_data
+        // unaligned, so a misaligned one (common for 2-byte f16 weights) is aligned here, once
+        // per build, instead of making the factory refuse the node.
+        consts: node.inputs.iter().map(|v| v.and_then(|v| w.constant(v)).map(|t| t.to_aligned())).collect(),
+        outputs: node.outputs.iter().map(ty).collect(),
     }
 }
 

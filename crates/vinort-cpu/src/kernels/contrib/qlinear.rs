@@ -223,7 +223,13 @@ struct Conv {
 
 fn conv_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let attrs = parse_conv(info, 0, 3)?;
-    Ok(Box::new(Conv { attrs, channels_last: info.node.attr_or::<i64>("channels_last", 0)? != 0 }))
+    let channels_last = info.node.attr_or::<i64>("channels_last", 0)? != 0;
+    // Constant parameters (what quantizers and ONNX Runtime's NHWC transformer write, and what
+    // the optimizer's int8 layout pass makes): the prepared channels-last kernel, no transposes.
+    if channels_last && let Some(k) = crate::kernels::quant::qconv_nhwc::NhwcConv::new(info)? {
+        return Ok(Box::new(k));
+    }
+    Ok(Box::new(Conv { attrs, channels_last }))
 }
 
 /// The permutation NHWC → NCHW of a rank-`r` tensor, or back.

@@ -21,6 +21,7 @@ pub mod dynamic;
 pub mod minifloat;
 pub(crate) mod packed;
 pub mod qconv;
+pub(crate) mod qconv_nhwc;
 mod qconv_prepared;
 pub mod qdq;
 pub mod qmatmul;

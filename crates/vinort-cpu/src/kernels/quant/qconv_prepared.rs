@@ -42,13 +42,15 @@ use crate::per_shape::PerShape;
 use crate::qgemm::{Int8, PackedB, qgemm};
 
 /// An 8-bit quantized element type, with its reusable per-thread scratch.
-trait Q8: Copy + Default + Send + Sync + vinort_ir::Elem + 'static {
+pub(super) trait Q8: Copy + Default + Send + Sync + vinort_ir::Elem + 'static {
     fn int8(s: &[Self]) -> Int8<'_>;
     fn to_i32(self) -> i32;
     /// `v` (already clamped to the type's range) as the type.
     fn from_i32(v: i32) -> Self;
     /// This thread's buffer for im2col columns.
     fn cols() -> &'static LocalKey<Cell<Vec<Self>>>;
+    /// True for i8.
+    const SIGNED: bool;
 }
 
 /// A depthwise task's buffers: the shifted input plane, its f32 sums, the walk's scratch and
@@ -64,6 +66,7 @@ thread_local! {
 }
 
 impl Q8 for u8 {
+    const SIGNED: bool = false;
     fn int8(s: &[u8]) -> Int8<'_> {
         Int8::U8(s)
     }
@@ -79,6 +82,7 @@ impl Q8 for u8 {
 }
 
 impl Q8 for i8 {
+    const SIGNED: bool = true;
     fn int8(s: &[i8]) -> Int8<'_> {
         Int8::I8(s)
     }
@@ -96,7 +100,7 @@ impl Q8 for i8 {
 /// Runs `f` with this thread's buffer from `key`, resized to `len` (contents unspecified). The
 /// buffer is taken out of the cell for the call, so a nested use on the same thread (a rayon
 /// worker stealing another node's task) gets a fresh one instead of a borrow conflict.
-fn with_buf<T: Clone + Default, R>(
+pub(super) fn with_buf<T: Clone + Default, R>(
     key: &'static LocalKey<Cell<Vec<T>>>,
     len: usize,
     f: impl FnOnce(&mut [T]) -> R,
@@ -111,7 +115,7 @@ fn with_buf<T: Clone + Default, R>(
 }
 
 /// How the convolution runs.
-enum Form {
+pub(super) enum Form {
     /// (w − zw) in f32, `[channel][tap]`.
     Depthwise(Vec<f32>),
     /// The weights (M × K, u8 or i8, read in place as qgemm's left operand) and their zero
@@ -130,25 +134,25 @@ pub(crate) struct PreparedConv {
 }
 
 /// What was computed at build time.
-struct Prepared {
-    attrs: ConvAttrs,
-    x_dtype: DType,
-    w_shape: Vec<usize>,
-    zx: Zx,
-    out: Out,
-    form: Form,
+pub(super) struct Prepared {
+    pub(super) attrs: ConvAttrs,
+    pub(super) x_dtype: DType,
+    pub(super) w_shape: Vec<usize>,
+    pub(super) zx: Zx,
+    pub(super) out: Out,
+    pub(super) form: Form,
 }
 
 /// X's zero point.
 #[derive(Clone, Copy)]
-enum Zx {
+pub(super) enum Zx {
     Const(i32),
     /// ConvInteger's input 2, read per run.
     Input,
 }
 
 /// What the i32 sums become.
-enum Out {
+pub(super) enum Out {
     /// QLinearConv: requantized into `dtype`.
     Requant(Requant),
     /// ConvInteger: the sums themselves.
@@ -156,13 +160,13 @@ enum Out {
 }
 
 /// QLinearConv's requantization parameters.
-struct Requant {
-    dtype: DType,
+pub(super) struct Requant {
+    pub(super) dtype: DType,
     /// Per output channel: multiplier and bias.
-    mult: Vec<f64>,
-    bias: Vec<i32>,
-    zy: f64,
-    range: (f64, f64),
+    pub(super) mult: Vec<f64>,
+    pub(super) bias: Vec<i32>,
+    pub(super) zy: f64,
+    pub(super) range: (f64, f64),
 }
 
 /// Where an output channel's row of i32 sums goes.
@@ -266,7 +270,7 @@ fn weights(info: &NodeInfo<'_>, wi: usize, zwi: usize) -> Result<Option<(ConvAtt
     Ok(Some((attrs, ws, form)))
 }
 
-fn prepare_qlinear(info: &NodeInfo<'_>) -> Result<Option<Prepared>> {
+pub(super) fn prepare_qlinear(info: &NodeInfo<'_>) -> Result<Option<Prepared>> {
     let mut c = [None; 9];
     for (i, slot) in c.iter_mut().enumerate().skip(1) {
         match constant(info, i) {
