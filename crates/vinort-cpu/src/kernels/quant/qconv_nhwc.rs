@@ -482,16 +482,37 @@ mod x86 {
         let full = c - c % LANES;
         let zx = _mm512_set1_epi32(d.zx);
         let mut offs = [(0usize, 0usize); MAX_TAPS];
+        // Pixels whose window lies inside the image across (ox in in0..in1) share this row's
+        // taps, shifted: (offset at input column 0, filter offset).
+        let span = (kw - 1) * dx + 1;
+        let (in0, in1) = if iw >= span { valid_range(ow, iw - span + 1, sx, -g.p[2]) } else { (0, 0) };
+        let mut rel = [(0usize, 0usize); MAX_TAPS];
+        let mut nrel = 0;
+        for ky in ky0..ky1 {
+            let iy = (y0 + (ky * dy) as isize) as usize;
+            for kx in 0..kw {
+                rel[nrel] = ((iy * iw + kx * dx) * c, (ky * kw + kx) * c);
+                nrel += 1;
+            }
+        }
         for ox in 0..ow {
             let x0 = (ox * sx) as isize - g.p[2];
-            let (kx0, kx1) = valid_range(kw, iw, dx, x0);
             let mut n = 0;
-            for ky in ky0..ky1 {
-                let iy = (y0 + (ky * dy) as isize) as usize;
-                for kx in kx0..kx1 {
-                    let ix = (x0 + (kx * dx) as isize) as usize;
-                    offs[n] = ((iy * iw + ix) * c, (ky * kw + kx) * c);
-                    n += 1;
+            if (in0..in1).contains(&ox) {
+                let shift = x0 as usize * c;
+                for (o, r) in offs.iter_mut().zip(&rel[..nrel]) {
+                    *o = (r.0 + shift, r.1);
+                }
+                n = nrel;
+            } else {
+                let (kx0, kx1) = valid_range(kw, iw, dx, x0);
+                for ky in ky0..ky1 {
+                    let iy = (y0 + (ky * dy) as isize) as usize;
+                    for kx in kx0..kx1 {
+                        let ix = (x0 + (kx * dx) as isize) as usize;
+                        offs[n] = ((iy * iw + ix) * c, (ky * kw + kx) * c);
+                        n += 1;
+                    }
                 }
             }
             let taps = &offs[..n];
