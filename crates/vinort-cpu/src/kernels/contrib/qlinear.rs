@@ -85,6 +85,7 @@ pub(crate) fn zero_point(t: Option<&Tensor>, d: DType, what: &str) -> Result<i32
 
 /// MLAS's QuantizeLinear of `v / scale` already divided: clamped to the type's range shifted
 /// by the zero point, rounded half to even, shifted back. NaN becomes the zero point.
+#[inline(always)]
 pub(crate) fn requantize(v: f32, zp: i32, (lo, hi): (i32, i32)) -> i32 {
     let c = v.clamp((lo - zp) as f32, (hi - zp) as f32).round_ties_even();
     if c.is_nan() { zp } else { c as i32 + zp }
@@ -145,6 +146,33 @@ impl Kernel for Binary {
         let zb = zero_point(opt_tensor_in(inputs, 5)?, d, "B_zero_point")?;
         let sc = scale(tensor_in(inputs, 6)?, "C_scale")?;
         let zc = zero_point(opt_tensor_in(inputs, 7)?, d, "C_zero_point")?;
+        if a.shape() == b.shape() && matches!(d, DType::U8 | DType::I8) {
+            // Same shapes (a residual Add): one pass over the bytes, into the output.
+            let (a, b) = (a.to_aligned(), b.to_aligned());
+            let y = match d {
+                DType::U8 => same_shape::<u8>(
+                    *self,
+                    a.as_slice()?,
+                    b.as_slice()?,
+                    a.shape(),
+                    (sa, za),
+                    (sb, zb),
+                    (sc, zc),
+                    range,
+                ),
+                _ => same_shape::<i8>(
+                    *self,
+                    a.as_slice()?,
+                    b.as_slice()?,
+                    a.shape(),
+                    (sa, za),
+                    (sb, zb),
+                    (sc, zc),
+                    range,
+                ),
+            }?;
+            return Ok(smallvec::smallvec![y.into()]);
+        }
         let bc = Broadcast::new([a.shape(), b.shape()])?;
         let (av, bv) = (load_i32(a)?, load_i32(b)?);
         let mut out = vec![0i32; bc.len()];
@@ -165,6 +193,82 @@ impl Kernel for Binary {
             }
         }
         Ok(smallvec::smallvec![store_int(d, bc.shape(), &out)?.into()])
+    }
+}
+
+/// QLinearAdd / QLinearMul of two tensors of one shape, element by element with the general
+/// path's formulas (the same f32 operations in the same order).
+#[allow(clippy::too_many_arguments)] // The op's three (scale, zero point) pairs.
+fn same_shape<T: vinort_ir::Elem + Copy + Into<i32> + TryFrom<i32>>(
+    op: Binary,
+    a: &[T],
+    b: &[T],
+    shape: &[usize],
+    (sa, za): (f32, i32),
+    (sb, zb): (f32, i32),
+    (sc, zc): (f32, i32),
+    range: (i32, i32),
+) -> Result<Tensor> {
+    Tensor::try_build_full::<T, Error>(shape, |out| {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU running this code supports AVX2 (and so SSE4.1), checked above.
+            unsafe { same_shape_avx2(op, a, b, out, (sa, za), (sb, zb), (sc, zc), range) };
+            return Ok(());
+        }
+        same_shape_body(op, a, b, out, (sa, za), (sb, zb), (sc, zc), range);
+        Ok(())
+    })
+}
+
+/// [`same_shape_body`] compiled with AVX2, where rounding to even is one instruction (the
+/// baseline build calls `rintf` per element).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(clippy::too_many_arguments)]
+fn same_shape_avx2<T: Copy + Into<i32> + TryFrom<i32>>(
+    op: Binary,
+    a: &[T],
+    b: &[T],
+    out: &mut [T],
+    sa: (f32, i32),
+    sb: (f32, i32),
+    sc: (f32, i32),
+    range: (i32, i32),
+) {
+    same_shape_body(op, a, b, out, sa, sb, sc, range)
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn same_shape_body<T: Copy + Into<i32> + TryFrom<i32>>(
+    op: Binary,
+    a: &[T],
+    b: &[T],
+    out: &mut [T],
+    (sa, za): (f32, i32),
+    (sb, zb): (f32, i32),
+    (sc, zc): (f32, i32),
+    range: (i32, i32),
+) {
+    let narrow = |v: i32| T::try_from(v).unwrap_or_else(|_| unreachable!("requantize saturates to the type's range"));
+    {
+        match op {
+            Binary::Add => {
+                let (ra, rb, zc) = (sa / sc, sb / sc, zc as f32);
+                for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
+                    let (x, y): (i32, i32) = ((*x).into(), (*y).into());
+                    *o = narrow(requantize(ra * (x - za) as f32 + rb * (y - zb) as f32 + zc, 0, range));
+                }
+            }
+            Binary::Mul => {
+                let (r, zc) = (sa * sb / sc, zc as f32);
+                for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
+                    let (x, y): (i32, i32) = ((*x).into(), (*y).into());
+                    *o = narrow(requantize(((x - za) as i64 * (y - zb) as i64) as f32 * r + zc, 0, range));
+                }
+            }
+        }
     }
 }
 

@@ -28,6 +28,7 @@ use crate::kernels::quant::dynamic::dynamic_quantize;
 use crate::kernels::quant::qmatmul::{matmul, shifted_i32};
 use crate::kernels::quant::{expand, int_range, load_f32, load_i32, store_float, store_int};
 use crate::kernels::shape::transpose::transpose_tensor;
+use crate::qgemm::{Int8, PackedB, qgemm};
 
 pub(crate) fn register(r: &mut Registry) {
     r.op("com.microsoft", "MatMulIntegerToFloat", integer_to_float_factory);
@@ -148,11 +149,86 @@ fn qgemm_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     check_types(info, &[0, 2, 3, 5, 8], &INT8)?;
     check_types(info, &[1, 4, 7], &[DType::F32])?;
     check_types(info, &[6], &[DType::I32])?;
-    Ok(Box::new(QGemm {
+    let q = QGemm {
         alpha: n.attr_or::<f32>("alpha", 1.0)?,
         trans_a: n.attr_or::<i64>("transA", 0)? != 0,
         trans_b: n.attr_or::<i64>("transB", 0)? != 0,
-    }))
+    };
+    Ok(match PackedQGemm::new(info, &q)? {
+        Some(b) => Box::new(PreparedQGemm { q, b }),
+        None => Box::new(q),
+    })
+}
+
+/// QGemm whose B (and B's zero point) are constants, what quantizers write for a Gemm layer:
+/// B is packed once as the VNNI GEMM's right operand ([`crate::qgemm`]) and A is read in
+/// place, instead of both being widened to i32 (and B transposed) on every run. The exact i32
+/// sums and everything after them are the generic kernel's.
+struct PreparedQGemm {
+    q: QGemm,
+    b: PackedQGemm,
+}
+
+struct PackedQGemm {
+    packed: PackedB,
+    a_dtype: DType,
+}
+
+impl PackedQGemm {
+    fn new(info: &NodeInfo<'_>, q: &QGemm) -> Result<Option<PackedQGemm>> {
+        let (Some(a_dtype), Some(b)) = (info.input_dtype(0), info.const_input(3)) else { return Ok(None) };
+        let zb = match info.node.inputs.get(5).copied().flatten() {
+            None => None,
+            Some(_) => match info.const_input(5) {
+                Some(z) => Some(z),
+                None => return Ok(None),
+            },
+        };
+        if q.trans_a || !INT8.contains(&a_dtype) || !INT8.contains(&b.dtype()) || b.rank() != 2 {
+            return Ok(None);
+        }
+        if zb.is_some_and(|z| z.dtype() != b.dtype()) {
+            return Ok(None);
+        }
+        let (k, n) = if q.trans_b { (b.shape()[1], b.shape()[0]) } else { (b.shape()[0], b.shape()[1]) };
+        let zb = match zb.map(load_i32).transpose()? {
+            None => vec![0],
+            Some(z) if z.len() == 1 || z.len() == n => z,
+            // Another length is the generic kernel's error to report.
+            Some(_) => return Ok(None),
+        };
+        let b = b.to_aligned();
+        let view = match b.dtype() {
+            DType::U8 => Int8::U8(b.as_slice::<u8>()?),
+            _ => Int8::I8(b.as_slice::<i8>()?),
+        };
+        let packed = PackedB::new(view, k, n, q.trans_b, &zb).map_err(Error::invalid)?;
+        Ok(Some(PackedQGemm { packed, a_dtype }))
+    }
+}
+
+impl Kernel for PreparedQGemm {
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Values> {
+        let a = tensor_in(inputs, 0)?;
+        let (k, n) = (self.b.packed.k(), self.b.packed.n());
+        if a.dtype() != self.b.a_dtype || a.rank() != 2 || a.shape()[1] != k {
+            // The generic kernel reports what is wrong.
+            return self.q.run(inputs, ctx);
+        }
+        let m = a.shape()[0];
+        let za = match opt_tensor_in(inputs, 2)? {
+            Some(z) => one(z, "a_zero_point")? as i32,
+            None => 0,
+        };
+        let a = a.to_aligned();
+        let view = match a.dtype() {
+            DType::U8 => Int8::U8(a.as_slice::<u8>()?),
+            _ => Int8::I8(a.as_slice::<i8>()?),
+        };
+        let mut acc = vec![0i32; m * n];
+        qgemm(m, view, k, &[za], &self.b.packed, &mut acc, n, true).map_err(Error::invalid)?;
+        self.q.finish(inputs, acc, m, n)
+    }
 }
 
 /// A 2-D operand, transposed when asked.
@@ -166,11 +242,9 @@ fn oriented(t: &Tensor, trans: bool, what: &str) -> Result<Tensor> {
 impl Kernel for QGemm {
     fn run(&self, inputs: &[Option<&Value>], _: &RunContext) -> Result<Values> {
         let a = oriented(tensor_in(inputs, 0)?, self.trans_a, "A")?;
-        let (a_s, a_zp) = (tensor_in(inputs, 1)?, opt_tensor_in(inputs, 2)?);
+        let a_zp = opt_tensor_in(inputs, 2)?;
         let b = oriented(tensor_in(inputs, 3)?, self.trans_b, "B")?;
         let (b_s, b_zp) = (tensor_in(inputs, 4)?, opt_tensor_in(inputs, 5)?);
-        let c = opt_tensor_in(inputs, 6)?;
-        let (y_s, y_zp) = (opt_tensor_in(inputs, 7)?, opt_tensor_in(inputs, 8)?);
         int8(&a, "A")?;
         int8(&b, "B")?;
         let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
@@ -194,7 +268,23 @@ impl Kernel for QGemm {
         }
         let av: Vec<i32> = load_i32(&a)?.into_iter().map(|v| v - a_zv).collect();
         let bv = shifted_i32(&b, b_zp.map(|z| (z, z.shape().to_vec())))?;
-        let (_, mut acc) = matmul(&av, &[m, k], &bv, &[k, n])?;
+        let (_, acc) = matmul(&av, &[m, k], &bv, &[k, n])?;
+        self.finish(inputs, acc, m, n)
+    }
+}
+
+impl QGemm {
+    /// Y from the exact sums `acc` (m × n): C added, then scaled, and requantized when
+    /// `y_zero_point` is given.
+    fn finish(&self, inputs: &[Option<&Value>], mut acc: Vec<i32>, m: usize, n: usize) -> Result<Values> {
+        let (a_s, b_s) = (tensor_in(inputs, 1)?, tensor_in(inputs, 4)?);
+        let c = opt_tensor_in(inputs, 6)?;
+        let (y_s, y_zp) = (opt_tensor_in(inputs, 7)?, opt_tensor_in(inputs, 8)?);
+        match b_s.shape() {
+            [] => {}
+            [d] if *d == 1 || *d == n => {}
+            s => return Err(Error::invalid(format!("b_scale must be a scalar or 1-D of 1 or N={n}, got {s:?}"))),
+        }
         if let Some(c) = c {
             let cv = c.as_slice::<i32>()?;
             let ok = matches!(c.shape(), [] | [_] | [1, _] | [_, 1] | [_, _]);

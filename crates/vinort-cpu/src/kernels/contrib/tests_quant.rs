@@ -186,6 +186,37 @@ fn qgemm_float_output() {
     check(&ms("QGemm", &ins, 1, vec![]), &ins, &[QGEMM_F], 1e-5);
 }
 
+/// With B and every parameter constant (what quantizers write) QGemm packs B once at build
+/// time: ONNX Runtime's values still, and the generic kernel's bytes with transB, per-column
+/// zero points, C and a requantized output.
+#[test]
+fn qgemm_prepared_matches() {
+    let ins = [u8s(&[3, 4], 11), fs(0.02), ints(&[], &[120u8]), ints(&[4, 5], &b_int8()), fs(0.01), ints(&[], &[2i8])];
+    let consts: Vec<usize> = (1..ins.len()).collect();
+    let got = ts::run_with(&ms("QGemm", &ins, 1, vec![]), &ins, ts::Known::TypesAndConsts(&consts))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_close(&got[0].to_f64_vec().unwrap_or_default(), QGEMM_F, 1e-5, 1e-5, "prepared QGemm");
+    let b = b_int8();
+    let bt: Vec<i8> = (0..20).map(|i| b[(i % 4) * 5 + i / 4]).collect();
+    let ins = [
+        u8s(&[6, 4], 7),
+        fs(0.02),
+        ints(&[], &[120u8]),
+        ints(&[5, 4], &bt),
+        b_scale(),
+        ints(&[5], &B_ZP),
+        ints(&[5], &[100i32, -200, 300, 0, -50]),
+        fs(0.05),
+        ints(&[], &[128u8]),
+    ];
+    let node = ms("QGemm", &ins, 1, vec![("transB", Attr::Int(1))]);
+    let want = ts::run_with(&node, &ins, ts::Known::Types).unwrap_or_else(|e| panic!("{e}"));
+    let consts: Vec<usize> = (1..ins.len()).collect();
+    let got = ts::run_with(&node, &ins, ts::Known::TypesAndConsts(&consts)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(got[0].shape(), &[6, 5]);
+    assert_eq!(got[0].as_bytes(), want[0].as_bytes());
+}
+
 #[test]
 fn ms_quantize_and_dequantize_linear() {
     let x = f(&[3, 4], seq(12, 5, 2.0));
