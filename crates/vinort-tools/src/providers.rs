@@ -145,7 +145,7 @@ pub enum OptimizationArg {
     Basic,
     /// Basic plus fused kernels (GELU, Conv/Gemm/MatMul + bias + residual + activation).
     Extended,
-    /// Extended plus layout changes (Convs in the blocked NCHWc layout on AVX-512 CPUs).
+    /// Extended plus layout changes (f32 Convs in the blocked NCHWc layout on AVX-512 CPUs, QLinearConvs channels-last).
     All,
 }
 

@@ -62,9 +62,10 @@ pub enum OptLevel {
     Basic,
     /// Basic plus fusions into kernels that do several ops' work in one pass.
     Extended,
-    /// Extended plus layout changes: Convs run in the blocked NCHWc layout on CPUs with
-    /// AVX-512 (ONNX Runtime's `ORT_ENABLE_ALL`). The products sum in another order, so results
-    /// differ from Extended by rounding.
+    /// Extended plus layout changes (ONNX Runtime's `ORT_ENABLE_ALL`): f32 Convs run in the
+    /// blocked NCHWc layout on CPUs with AVX-512, whose products sum in another order, so
+    /// results differ from Extended by rounding; QLinearConvs run channels-last, with values
+    /// unchanged.
     #[default]
     All,
 }
