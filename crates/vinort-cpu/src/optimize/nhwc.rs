@@ -229,7 +229,12 @@ fn elementwise_moves(w: &Work<'_>, it: &Item, inside: &HashSet<ValueId>) -> bool
                 w.ty(v).tensor_shape() == Some(shape.as_slice())
             }
             Role::Data => one(v),
-            Role::Scalar => w.ty(v).tensor_shape().is_some_and(|s| s.iter().all(|d| *d == Dim::Fixed(1))),
+            // A moved value is no longer produced under its own id: only Data operands are
+            // redirected to the channels-last form.
+            Role::Scalar => {
+                !inside.contains(&v) && w.ty(v).tensor_shape().is_some_and(|s| s.iter().all(|d| *d == Dim::Fixed(1)))
+            }
+            Role::ConstScalar if inside.contains(&v) => false,
             Role::ConstScalar => one(v),
         };
         if !ok {

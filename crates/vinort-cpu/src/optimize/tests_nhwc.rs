@@ -134,3 +134,39 @@ proptest! {
         prop_assert_eq!(count("QLinearConv"), 0, "{:?}", ops);
     }
 }
+
+/// A moved value read as an elementwise op's scalar operand (Clip's min here) keeps that op in
+/// NCHW: only data operands are redirected to the channels-last form, so moving it would leave
+/// its min unproduced.
+#[test]
+fn moved_value_as_a_scalar_operand_stays_readable() {
+    let mut rng = StdRng::seed_from_u64(7);
+    let nodes = vec![
+        node("QLinearConv", "c", &["x", "xs", "xz", "w", "ws", "wz", "ys", "xz"], &["a"]),
+        node("DequantizeLinear", "dq", &["a", "ys", "xz"], &["z"]),
+        node("Clip", "clip", &["z", "z"], &["y"]),
+    ];
+    let inits: Vec<(&str, Tensor)> = vec![
+        ("xs", Tensor::scalar(0.02f32)),
+        ("xz", Tensor::scalar(128u8)),
+        ("w", int8(&mut rng, true, &[1, 2, 1, 1])),
+        ("ws", Tensor::scalar(0.01f32)),
+        ("wz", Tensor::scalar(0i8)),
+        ("ys", Tensor::scalar(0.05f32)),
+    ];
+    let g = onnx::GraphProto {
+        name: Some("g".into()),
+        node: nodes,
+        input: vec![fixed_tensor_info("x", 2, &[1, 2, 1, 1])],
+        output: vec![fixed_tensor_info("y", 1, &[1, 1, 1, 1])],
+        initializer: inits.iter().map(|(n, t)| tensor_to_proto(n, t)).collect(),
+        ..Default::default()
+    };
+    let md = Model::from_bytes(build::model(9, &[("", 21)], g).encode_to_vec()).unwrap_or_else(|e| panic!("{e}"));
+    let x = int8(&mut rng, false, &[1, 2, 1, 1]);
+    let (want, _) = run(&md, &x, OptLevel::Disabled);
+    let (got, ops) = run(&md, &x, OptLevel::All);
+    assert_eq!(got[0].as_bytes(), want[0].as_bytes());
+    assert!(ops.iter().any(|o| o == "com.microsoft::QLinearConv"), "{ops:?}");
+    assert!(ops.iter().any(|o| o == "Clip"), "{ops:?}");
+}

@@ -187,7 +187,7 @@ impl PackedQGemm {
         if q.trans_a || !INT8.contains(&a_dtype) || !INT8.contains(&b.dtype()) || b.rank() != 2 {
             return Ok(None);
         }
-        if zb.is_some_and(|z| z.dtype() != b.dtype()) {
+        if zb.is_some_and(|z| z.dtype() != b.dtype() || z.rank() > 1) {
             return Ok(None);
         }
         let (k, n) = if q.trans_b { (b.shape()[1], b.shape()[0]) } else { (b.shape()[0], b.shape()[1]) };
