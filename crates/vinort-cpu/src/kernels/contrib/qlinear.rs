@@ -148,29 +148,8 @@ impl Kernel for Binary {
         let zc = zero_point(opt_tensor_in(inputs, 7)?, d, "C_zero_point")?;
         if a.shape() == b.shape() && matches!(d, DType::U8 | DType::I8) {
             // Same shapes (a residual Add): one pass over the bytes, into the output.
-            let (a, b) = (a.to_aligned(), b.to_aligned());
-            let y = match d {
-                DType::U8 => same_shape::<u8>(
-                    *self,
-                    a.as_slice()?,
-                    b.as_slice()?,
-                    a.shape(),
-                    (sa, za),
-                    (sb, zb),
-                    (sc, zc),
-                    range,
-                ),
-                _ => same_shape::<i8>(
-                    *self,
-                    a.as_slice()?,
-                    b.as_slice()?,
-                    a.shape(),
-                    (sa, za),
-                    (sb, zb),
-                    (sc, zc),
-                    range,
-                ),
-            }?;
+            let p = BinaryParams { op: *self, a: (sa, za), b: (sb, zb), c: (sc, zc), range };
+            let y = if d == DType::U8 { same_shape::<u8>(p, a, b) } else { same_shape::<i8>(p, a, b) }?;
             return Ok(smallvec::smallvec![y.into()]);
         }
         let bc = Broadcast::new([a.shape(), b.shape()])?;
@@ -196,27 +175,33 @@ impl Kernel for Binary {
     }
 }
 
+/// A binary QLinear op's parameters: the op, (scale, zero point) of A, B and C, C's range.
+#[derive(Clone, Copy)]
+struct BinaryParams {
+    op: Binary,
+    a: (f32, i32),
+    b: (f32, i32),
+    c: (f32, i32),
+    range: (i32, i32),
+}
+
 /// QLinearAdd / QLinearMul of two tensors of one shape, element by element with the general
 /// path's formulas (the same f32 operations in the same order).
-#[allow(clippy::too_many_arguments)] // The op's three (scale, zero point) pairs.
 fn same_shape<T: vinort_ir::Elem + Copy + Into<i32> + TryFrom<i32>>(
-    op: Binary,
-    a: &[T],
-    b: &[T],
-    shape: &[usize],
-    (sa, za): (f32, i32),
-    (sb, zb): (f32, i32),
-    (sc, zc): (f32, i32),
-    range: (i32, i32),
+    p: BinaryParams,
+    a: &Tensor,
+    b: &Tensor,
 ) -> Result<Tensor> {
-    Tensor::try_build_full::<T, Error>(shape, |out| {
+    let (at, bt) = (a.to_aligned(), b.to_aligned());
+    let (a, b) = (at.as_slice::<T>()?, bt.as_slice::<T>()?);
+    Tensor::try_build_full::<T, Error>(at.shape(), |out| {
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU running this code supports AVX2 (and so SSE4.1), checked above.
-            unsafe { same_shape_avx2(op, a, b, out, (sa, za), (sb, zb), (sc, zc), range) };
+            unsafe { same_shape_avx2(p, a, b, out) };
             return Ok(());
         }
-        same_shape_body(op, a, b, out, (sa, za), (sb, zb), (sc, zc), range);
+        same_shape_body(p, a, b, out);
         Ok(())
     })
 }
@@ -225,48 +210,29 @@ fn same_shape<T: vinort_ir::Elem + Copy + Into<i32> + TryFrom<i32>>(
 /// baseline build calls `rintf` per element).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-#[allow(clippy::too_many_arguments)]
-fn same_shape_avx2<T: Copy + Into<i32> + TryFrom<i32>>(
-    op: Binary,
-    a: &[T],
-    b: &[T],
-    out: &mut [T],
-    sa: (f32, i32),
-    sb: (f32, i32),
-    sc: (f32, i32),
-    range: (i32, i32),
-) {
-    same_shape_body(op, a, b, out, sa, sb, sc, range)
+fn same_shape_avx2<T: Copy + Into<i32> + TryFrom<i32>>(p: BinaryParams, a: &[T], b: &[T], out: &mut [T]) {
+    same_shape_body(p, a, b, out)
 }
 
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn same_shape_body<T: Copy + Into<i32> + TryFrom<i32>>(
-    op: Binary,
-    a: &[T],
-    b: &[T],
-    out: &mut [T],
-    (sa, za): (f32, i32),
-    (sb, zb): (f32, i32),
-    (sc, zc): (f32, i32),
-    range: (i32, i32),
-) {
+fn same_shape_body<T: Copy + Into<i32> + TryFrom<i32>>(p: BinaryParams, a: &[T], b: &[T], out: &mut [T]) {
+    let BinaryParams { op, a: (sa, za), b: (sb, zb), c: (sc, zc), range } = p;
+    // Invariant: `requantize` saturates to C's range, which is T's.
     let narrow = |v: i32| T::try_from(v).unwrap_or_else(|_| unreachable!("requantize saturates to the type's range"));
-    {
-        match op {
-            Binary::Add => {
-                let (ra, rb, zc) = (sa / sc, sb / sc, zc as f32);
-                for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
-                    let (x, y): (i32, i32) = ((*x).into(), (*y).into());
-                    *o = narrow(requantize(ra * (x - za) as f32 + rb * (y - zb) as f32 + zc, 0, range));
-                }
+    let pairs = out.iter_mut().zip(a.iter().zip(b));
+    match op {
+        Binary::Add => {
+            let (ra, rb, zc) = (sa / sc, sb / sc, zc as f32);
+            for (o, (x, y)) in pairs {
+                let (x, y): (i32, i32) = ((*x).into(), (*y).into());
+                *o = narrow(requantize(ra * (x - za) as f32 + rb * (y - zb) as f32 + zc, 0, range));
             }
-            Binary::Mul => {
-                let (r, zc) = (sa * sb / sc, zc as f32);
-                for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
-                    let (x, y): (i32, i32) = ((*x).into(), (*y).into());
-                    *o = narrow(requantize(((x - za) as i64 * (y - zb) as i64) as f32 * r + zc, 0, range));
-                }
+        }
+        Binary::Mul => {
+            let (r, zc) = (sa * sb / sc, zc as f32);
+            for (o, (x, y)) in pairs {
+                let (x, y): (i32, i32) = ((*x).into(), (*y).into());
+                *o = narrow(requantize(((x - za) as i64 * (y - zb) as i64) as f32 * r + zc, 0, range));
             }
         }
     }
