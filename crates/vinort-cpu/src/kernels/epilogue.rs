@@ -40,6 +40,17 @@ pub(crate) enum Act {
 }
 
 impl Act {
+    /// The activation as `[lo, hi]` for a kernel to apply while it stores, as
+    /// `v < lo ? lo : v`, then `x > hi ? hi : x` (NaN passes, as in [`Act::apply`]), when it
+    /// is a clamp (Relu, Clip).
+    pub(crate) fn clamp(self) -> Option<[f32; 2]> {
+        match self {
+            Act::Relu => Some([0.0, f32::INFINITY]),
+            Act::Clip(lo, hi) => Some([lo, hi]),
+            _ => None,
+        }
+    }
+
     /// Applies the activation to every element in place, compiled for AVX-512 or AVX2 when the
     /// CPU has them ([`vmath::apply_in_place`]).
     pub(crate) fn apply(self, y: &mut [f32]) {

@@ -405,7 +405,8 @@ proptest! {
     fn nchwc_conv_chains_match_nchw(seed in any::<u64>(), act in 0usize..8, n in 1usize..3, c in 1usize..20,
                                     m in 1usize..36, k in 1usize..4, s in 1usize..3, d in 1usize..3,
                                     pads in proptest::array::uniform4(0usize..3), h in 0usize..9, wd in 0usize..9,
-                                    dk in 1usize..5, ds in 1usize..3, dd in 1usize..3, dpads in proptest::array::uniform4(0usize..4)) {
+                                    dk in 1usize..5, ds in 1usize..3, dd in 1usize..3, dpads in proptest::array::uniform4(0usize..4),
+                                    dact in 0usize..9) {
         prop_assume!(crate::kernels::conv::nchwc::available());
         let mut rng = StdRng::seed_from_u64(seed);
         let reach = d * (k - 1) + 1;
@@ -440,8 +441,9 @@ proptest! {
         let dshape = [n, m, (oh + dpads[0] + dpads[2] - dreach) / ds + 1, (ow + dpads[1] + dpads[3] - dreach) / ds + 1];
         let mut attrs = window(dk, ds, dd, &dpads);
         attrs.push(attr::int("group", m as i64));
-        let conv4 = onnx::NodeProto { attribute: attrs, ..node("Conv", "c4", &["a", "w4", "b4"], &["v"]) };
-        let nodes = vec![
+        // The depthwise conv's own activation (none when `dact` is 8), fused into its tile.
+        let conv4 = onnx::NodeProto { attribute: attrs, ..node("Conv", "c4", &["a", "w4", "b4"], &[if dact < 8 { "v0" } else { "v" }]) };
+        let mut nodes = vec![
             conv1,
             a1,
             conv2,
@@ -449,6 +451,12 @@ proptest! {
             node("Add", "res", &["r", "a"], &["y"]),
             conv4,
         ];
+        let mut extra4 = vec![];
+        if dact < 8 {
+            let (a4, e) = activation(dact, "v0", "v");
+            nodes.push(onnx::NodeProto { name: Some("act4".into()), ..a4 });
+            extra4 = e;
+        }
         let mut inits = vec![
             ("w1", random(&mut rng, &[m, c, k, k], 1.0)),
             ("b1", random(&mut rng, &[m], 0.5)),
@@ -459,6 +467,8 @@ proptest! {
             ("b4", random(&mut rng, &[m], 0.5)),
         ];
         inits.extend(extra);
+        // Clip's bounds are shared when both activations are Clips.
+        inits.extend(extra4.into_iter().filter(|(n, _)| !inits.iter().any(|(m, _)| m == n)).collect::<Vec<_>>());
         let md = model(nodes, &[("x", &xs)], &[("y", &ys), ("a", &ys), ("v", &dshape)], &inits);
         let x = random(&mut rng, &xs, 2.0);
         let (off, on, _, _) = both_at(&md, std::slice::from_ref(&x), OptLevel::All);
@@ -540,6 +550,57 @@ proptest! {
         let ops: Vec<&str> = plan.steps().map(|s| s.op()).collect();
         prop_assert_eq!(ops.iter().filter(|o| **o == "vinort.nchwc::MaxPool").count(), 1, "{:?}", ops);
         prop_assert!(!ops.contains(&"MaxPool"), "{:?}", ops);
+    }
+}
+
+/// Relu and Clip fused into the NCHWc tiles keep NaN as the unfused ops do (`vmaxps` and
+/// `vminps` return their second operand on NaN: with the operands swapped, a NaN pixel would
+/// come out as the bound), for a regular and a depthwise conv.
+#[test]
+fn nchwc_fused_clamps_pass_nan() {
+    if !crate::kernels::conv::nchwc::available() {
+        return;
+    }
+    let mut rng = StdRng::seed_from_u64(11);
+    let (c, h) = (16, 5);
+    let (relu, _) = activation(0, "p", "a");
+    let (clip, bounds) = activation(2, "q", "y");
+    let nodes = vec![
+        node("Conv", "c1", &["x", "w1", "b1"], &["p"]),
+        relu,
+        onnx::NodeProto {
+            attribute: vec![attr::ints("pads", &[1, 1, 1, 1]), attr::int("group", c as i64)],
+            ..node("Conv", "c2", &["a", "w2", "b2"], &["q"])
+        },
+        onnx::NodeProto { name: Some("clip".into()), ..clip },
+    ];
+    let mut inits = vec![
+        ("w1", random(&mut rng, &[c, c, 1, 1], 1.0)),
+        ("b1", random(&mut rng, &[c], 0.5)),
+        ("w2", random(&mut rng, &[c, 1, 3, 3], 1.0)),
+        ("b2", random(&mut rng, &[c], 0.5)),
+    ];
+    inits.extend(bounds);
+    let md = model(nodes, &[("x", &[1, c, h, h])], &[("y", &[1, c, h, h])], &inits);
+    let mut x: Vec<f32> = f32s(&random(&mut rng, &[1, c, h, h], 2.0)).into_iter().map(|v| v as f32).collect();
+    // One NaN pixel: every channel of it, and of its depthwise neighbours, is NaN.
+    for ch in 0..c {
+        x[ch * h * h + 2 * h + 2] = f32::NAN;
+    }
+    let x = Tensor::from_vec(&[1, c, h, h], x).unwrap_or_else(|e| panic!("{e}"));
+    let (off, on, _, _) = both_at(&md, std::slice::from_ref(&x), OptLevel::All);
+    let g = &md.graph;
+    let plan =
+        compile_nodes(g, g.topo_order(), g.inputs(), g.outputs(), OptLevel::All).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plan.steps().filter(|s| s.op() == "vinort.nchwc::Conv").count(), 2, "both convs blocked");
+    let (on, off) = (f32s(&on[0]), f32s(&off[0]));
+    let nans = off.iter().filter(|v| v.is_nan()).count();
+    assert_eq!(nans, c * 9, "the unfused graph spreads the NaN to 3x3 pixels");
+    for (i, (o, f)) in on.iter().zip(&off).enumerate() {
+        assert_eq!(o.is_nan(), f.is_nan(), "element {i}: fused {o}, unfused {f}");
+        if !f.is_nan() {
+            assert!((o - f).abs() <= 1e-4 + 1e-4 * f.abs(), "element {i}: fused {o}, unfused {f}");
+        }
     }
 }
 

@@ -77,7 +77,19 @@ impl PackedB {
         let pairs = nb.div_ceil(2);
         let spans = rows.div_ceil(ROWS);
         let out = Out(y.as_mut_ptr());
-        let ctx = RegularTile { taps: &[(0, 0)], cin: k, lpb: k, lane: 1, blk: 0, px: k, wob: k * BLOCK, ys: n };
+        // Relu and Clip are applied by the tile as it stores; other activations after it.
+        let clamp = act.and_then(Act::clamp);
+        let ctx = RegularTile {
+            taps: &[(0, 0)],
+            cin: k,
+            lpb: k,
+            lane: 1,
+            blk: 0,
+            px: k,
+            wob: k * BLOCK,
+            ys: n,
+            clamp: clamp.unwrap_or(nchwc::NO_CLAMP),
+        };
         let task = |t: usize| {
             // The whole wrapper, not its pointer field alone (which is not Sync).
             let out = &out;
@@ -114,7 +126,7 @@ impl PackedB {
                         masks,
                     );
                 }
-                if let Some(act) = act {
+                if let Some(act) = act.filter(|_| clamp.is_none()) {
                     for row in r..r + h {
                         // SAFETY: this task's columns of a row it just wrote, touched by no
                         // other task.
