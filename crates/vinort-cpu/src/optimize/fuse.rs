@@ -258,7 +258,9 @@ fn epilogue_at(w: &Work<'_>, i: usize) -> Option<(Vec<usize>, usize, Item)> {
     let op = ["Conv", "Gemm", "MatMul", "MatMulInteger"].into_iter().find(|op| onnx(n, op))?;
     let y = out1(n)?;
     let int = op == "MatMulInteger";
-    if !it.epi.is_empty() || !n.implicit_inputs.is_empty() {
+    // A MatMulInteger the QDQ pass scaled already takes the rest of the chain.
+    let scaled = int && it.epi.scale.is_some() && it.epi.residual.is_none() && it.epi.act.is_none();
+    if (!it.epi.is_empty() && !scaled) || !n.implicit_inputs.is_empty() {
         return None;
     }
     if !int && (!is_f32(w, n.inputs.first().copied().flatten()) || !is_f32(w, Some(y))) {
@@ -267,8 +269,8 @@ fn epilogue_at(w: &Work<'_>, i: usize) -> Option<(Vec<usize>, usize, Item)> {
     let shape = w.ty(y).tensor_shape().map(<[Dim]>::to_vec);
     let cols = shape.as_ref().and_then(|s| s.last()).and_then(Dim::fixed);
     let (mut cur, mut last, mut gone) = (y, i, vec![i]);
-    let mut epi = Epilogue::default();
-    let mut extra = vec![];
+    let mut epi = if scaled { it.epi.clone() } else { Epilogue::default() };
+    let mut extra = if scaled { it.extra.clone() } else { vec![] };
     let mut node = n.clone();
     // Run-time operands of the tail go after the product's own input slots (an absent optional
     // input keeps its slot: Conv's and Gemm's third, MatMulInteger's zero points).
@@ -279,7 +281,7 @@ fn epilogue_at(w: &Work<'_>, i: usize) -> Option<(Vec<usize>, usize, Item)> {
     };
     node.inputs.resize(slots.max(node.inputs.len()), None);
     let base = node.inputs.len();
-    if int {
+    if int && !scaled {
         // The integer product becomes float through Cast and a Mul by its scales: the packed
         // kernel needs a constant 2-D B.
         let b = w.constant((*n.inputs.get(1)?)?)?;
@@ -306,6 +308,7 @@ fn epilogue_at(w: &Work<'_>, i: usize) -> Option<(Vec<usize>, usize, Item)> {
         gone.extend([ci, mi]);
     }
     if matches!(op, "MatMul" | "MatMulInteger")
+        && epi.bias.is_none()
         && let Some((r, add)) = next_op(w, cur, "Add")
         && let Some(b) = other(add, cur).flatten()
         && let Some(bias) = w.constant(b).filter(|t| t.dtype() == DType::F32 && t.rank() == 1)
@@ -339,7 +342,7 @@ fn epilogue_at(w: &Work<'_>, i: usize) -> Option<(Vec<usize>, usize, Item)> {
         (cur, last) = (out1(&next.node)?, r);
         gone.push(r);
     }
-    if epi.is_empty() {
+    if epi.is_empty() || (scaled && last == i) {
         return None;
     }
     node.outputs = vec![Some(cur)];
@@ -453,6 +456,165 @@ fn qdq_conv_at(w: &Work<'_>, i: usize) -> Option<(Vec<usize>, usize, Node)> {
     node.outputs = vec![Some(yq)];
     node.proto = None;
     Some((vec![i], qi, node))
+}
+
+// ---------------------------------------------------------------------------------------------
+// QDQ matrix products
+
+/// `DequantizeLinear(A) → MatMul / Gemm` by dequantized constant int8 weights becomes the
+/// integer product with a float tail, as ONNX Runtime's QDQ transformer makes
+/// MatMulIntegerToFloat: a MatMulInteger of the quantized operands (B packed once for the int8
+/// kernels) whose i32 sums are scaled by `a_scale · b_scale` (formed in f32, one factor or one
+/// per column) and, for Gemm, given its bias. A QuantizeLinear after it stays: it quantizes the
+/// float result as before. A is per tensor (its scale does not factor out of the sum
+/// otherwise); B per tensor or per column (output channel). Gemm takes `transA = 0`,
+/// `alpha = beta = 1` and a bias of one value per column (a constant, or the dequantization of
+/// one); `transB = 1` weights are transposed once here. The epilogue pass then adds a residual
+/// or an activation as for any MatMulInteger. Runs before constant folding, which would fold
+/// the weights' DequantizeLinear to float. The sums are exact; the result differs from the
+/// unfused float product only by where f32 rounds.
+pub(crate) fn qdq_matmul(w: &mut Work<'_>) {
+    for i in 0..w.items.len() {
+        let Some(f) = qdq_matmul_at(w, i) else { continue };
+        let mut node = f.node;
+        if let Some(t) = f.b {
+            node.inputs[1] = Some(w.new_const(t));
+        }
+        let scale = w.new_const(f.scale);
+        let epi = Epilogue { scale: Some(4), bias: f.bias, ..Epilogue::default() };
+        replace(w, &[], i, Item { node, epi, extra: vec![scale] });
+    }
+    drop_dead(w);
+}
+
+/// What [`qdq_matmul`] puts in place of a product.
+struct QdqMatMul {
+    /// The MatMulInteger, reading `[A, B, a_zero_point, b_zero_point]`.
+    node: Node,
+    /// B transposed to `[K, N]`, when the product's was `[N, K]`.
+    b: Option<Tensor>,
+    /// `a_scale · b_scale`: one value or one per column.
+    scale: Tensor,
+    bias: Option<Tensor>,
+}
+
+fn qdq_matmul_at(w: &Work<'_>, i: usize) -> Option<QdqMatMul> {
+    let it = w.item(i)?;
+    let n = &it.node;
+    let gemm = onnx(n, "Gemm");
+    if !(gemm || onnx(n, "MatMul")) || !it.epi.is_empty() || !n.implicit_inputs.is_empty() {
+        return None;
+    }
+    let y = out1(n)?;
+    if !is_f32(w, Some(y)) {
+        return None;
+    }
+    let trans_b = gemm && n.attr_or::<i64>("transB", 0).ok()? != 0;
+    if gemm
+        && (n.attr_or::<i64>("transA", 0).ok()? != 0
+            || n.attr_or::<f32>("alpha", 1.0).ok()? != 1.0
+            || n.attr_or::<f32>("beta", 1.0).ok()? != 1.0)
+    {
+        return None;
+    }
+    let a = (*n.inputs.first()?)?;
+    let (aq, a_s, az, _) = dequantized(w, a)?;
+    let (wq, ws, wz, wdi) = dequantized(w, (*n.inputs.get(1)?)?)?;
+    if !is_int8(w, Some(aq)) || !is_int8(w, Some(wq)) || !is_f32(w, Some(a)) {
+        return None;
+    }
+    // A per tensor: a constant scale and zero point of one element each.
+    let a_scale = const_scalar(w, Some(a_s))?;
+    if az.is_some_and(|z| w.constant(z).is_none_or(|t| t.len() != 1)) {
+        return None;
+    }
+    let wt = w.constant(wq)?;
+    let &[r, c] = wt.shape() else { return None };
+    let (k, cols) = if trans_b { (c, r) } else { (r, c) };
+    // The weights' per-channel axis is their output-column axis.
+    let w_scale = const_f32(w, Some(ws))?;
+    let wz_len = match wz {
+        Some(z) => Some(w.constant(z)?.len()),
+        None => None,
+    };
+    if w_scale.len() != 1 || wz_len.is_some_and(|l| l != 1) {
+        let axis = w.item(wdi)?.node.attr_or::<i64>("axis", 1).ok()?;
+        let col_axis = if trans_b { 0 } else { 1 };
+        if (axis != col_axis && axis != col_axis - 2)
+            || w_scale.len() != cols
+            || wz_len.is_some_and(|l| l != cols && l != 1)
+        {
+            return None;
+        }
+    }
+    if k == 0 || cols == 0 {
+        return None;
+    }
+    let bias = match (gemm, n.inputs.get(2).copied().flatten()) {
+        (true, Some(b)) => Some(gemm_bias(w, b, cols)?),
+        _ => None,
+    };
+    let b = trans_b.then(|| transposed(&wt)).flatten();
+    if trans_b && b.is_none() {
+        return None;
+    }
+    let scale: Vec<f32> = w_scale.iter().map(|s| a_scale * s).collect();
+    let scale = Tensor::from_vec(&[scale.len()], scale).ok()?;
+    let mut node = n.clone();
+    node.name = format!("{}/MatMulInteger", n.name);
+    node.op_type = "MatMulInteger".into();
+    node.domain = String::new();
+    node.opset = 10;
+    node.attrs.clear();
+    node.inputs = vec![Some(aq), Some(wq), az, wz];
+    node.proto = None;
+    Some(QdqMatMul { node, b, scale, bias })
+}
+
+/// A Gemm's bias as one f32 per column: a constant of `[N]` or `[1, N]`, or the
+/// dequantization of one (computed as DequantizeLinear does: `(q - zero point) · scale`).
+fn gemm_bias(w: &Work<'_>, b: ValueId, cols: usize) -> Option<Tensor> {
+    let t = match w.constant(b) {
+        Some(t) if t.dtype() == DType::F32 => t.to_aligned(),
+        Some(_) => return None,
+        None => {
+            let (bq, bs, bz, di) = dequantized(w, b)?;
+            let q = w.constant(bq)?;
+            if q.dtype() != DType::I32 || w.item(di)?.node.attr_or::<i64>("axis", 1).ok()? != 1 && q.rank() != 1 {
+                return None;
+            }
+            let s = const_f32(w, Some(bs))?;
+            let z = match bz {
+                Some(z) => w.constant(z)?.to_i64_vec().ok()?,
+                None => vec![0],
+            };
+            let qv = q.to_i64_vec().ok()?;
+            if (s.len() != 1 && s.len() != qv.len()) || (z.len() != 1 && z.len() != qv.len()) {
+                return None;
+            }
+            let v: Vec<f32> = qv
+                .iter()
+                .enumerate()
+                .map(|(i, q)| (q - z[if z.len() == 1 { 0 } else { i }]) as f32 * s[if s.len() == 1 { 0 } else { i }])
+                .collect();
+            Tensor::from_vec(q.shape(), v).ok()?
+        }
+    };
+    let shape_ok = matches!(t.shape(), [n] if *n == cols) || matches!(t.shape(), [1, n] if *n == cols);
+    shape_ok.then(|| Tensor::from_vec(&[cols], t.as_slice::<f32>().ok()?.to_vec()).ok()).flatten()
+}
+
+/// A 2-D int8 tensor transposed.
+fn transposed(t: &Tensor) -> Option<Tensor> {
+    let &[r, c] = t.shape() else { return None };
+    let bytes = t.as_bytes();
+    let mut out = vec![0u8; bytes.len()];
+    for i in 0..r {
+        for j in 0..c {
+            out[j * r + i] = bytes[i * c + j];
+        }
+    }
+    Tensor::build_raw(t.dtype(), &[c, r], |o| o.copy_from_slice(&out)).ok()
 }
 
 /// Removes items none of whose outputs is read or kept (dequantizations a fusion left behind).

@@ -5,6 +5,10 @@
 //! Passes, in order (each only where its level allows, see [`OptLevel`]):
 //! - [`fuse::qdq_conv`] (Extended): `DequantizeLinear → Conv → QuantizeLinear` becomes one
 //!   QLinearConv (exact int8 product, requantized once), as ONNX Runtime's QDQ transformer does.
+//! - [`fuse::qdq_matmul`] (Extended): `DequantizeLinear → MatMul / Gemm` by dequantized
+//!   constant int8 weights becomes a MatMulInteger (weights packed once for the int8 kernels)
+//!   whose sums are scaled by `a_scale · b_scale` (and given Gemm's bias), as ONNX Runtime's
+//!   QDQ transformer makes MatMulIntegerToFloat.
 //! - [`fold`] (Basic): constant folding. A node whose inputs are all known at compile time runs
 //!   once, with its own kernel, and its outputs become constants: dequantized weights of QDQ
 //!   models, shape arithmetic on static shapes (`Shape` of a static value is a constant too).
@@ -51,6 +55,8 @@ pub(crate) mod nhwc;
 mod tests;
 #[cfg(test)]
 mod tests_nhwc;
+#[cfg(test)]
+mod tests_qdq;
 
 /// How much the Cpu provider rewrites a partition before compiling it, like ONNX Runtime's
 /// `GraphOptimizationLevel`.
@@ -145,6 +151,7 @@ impl<'g> Work<'g> {
         }
         if level >= OptLevel::Extended {
             fuse::qdq_conv(self);
+            fuse::qdq_matmul(self);
         }
         fold::constants(self);
         fuse::conv_bn(self);
