@@ -114,3 +114,50 @@ fn requantize_portable<T: Copy>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::{quantize, quantize_portable};
+    use crate::test_support as ts;
+
+    /// The formula, one element at a time, with a true division.
+    fn spec(v: f32, scale: f32, zp: f32) -> u8 {
+        let r = (v / scale).round_ties_even() + zp;
+        if r.is_nan() { 0 } else { r.clamp(0.0, 255.0) as u8 }
+    }
+
+    proptest! {
+        #![proptest_config(ts::config(256))]
+
+        /// Values on, beside and between the half-integers of `x / scale`, NaN and
+        /// infinities quantize as the formula says, on both builds of the loop (the AVX-512
+        /// build must not round ties another way, nor turn NaN into a bound).
+        #[test]
+        fn quantize_rounds_half_to_even_and_maps_nan_to_zero(scale in 1e-4f32..10.0, zp in 0u8..=255, seed in any::<u64>()) {
+            use rand::{Rng, SeedableRng};
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let zp = f32::from(zp);
+            let mut x: Vec<f32> = (0..200)
+                .map(|i| {
+                    let half = (rng.random_range(-300i32..300) as f32 + 0.5) * scale;
+                    match i % 5 {
+                        0 => half,
+                        1 => f32::from_bits(half.to_bits() + 1),
+                        2 => f32::from_bits(half.to_bits().saturating_sub(1)),
+                        3 => rng.random_range(-300.0f32..300.0) * scale,
+                        _ => rng.random_range(-1e6f32..1e6),
+                    }
+                })
+                .collect();
+            x.extend([f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0]);
+            let want: Vec<u8> = x.iter().map(|v| spec(*v, scale, zp)).collect();
+            let (mut a, mut b) = (vec![0u8; x.len()], vec![0u8; x.len()]);
+            quantize(&x, scale, zp, (0.0, 255.0), &mut a, |v| v as u8);
+            quantize_portable(&x, scale, zp, (0.0, 255.0), &mut b, |v| v as u8);
+            prop_assert_eq!(&a, &want);
+            prop_assert_eq!(&b, &want);
+        }
+    }
+}
