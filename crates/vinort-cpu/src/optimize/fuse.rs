@@ -572,15 +572,16 @@ fn qdq_matmul_at(w: &Work<'_>, i: usize) -> Option<QdqMatMul> {
 }
 
 /// A Gemm's bias as one f32 per column: a constant of `[N]` or `[1, N]`, or the
-/// dequantization of one (computed as DequantizeLinear does: `(q - zero point) · scale`).
+/// dequantization of an int32 `[N]` (computed as DequantizeLinear does: `(q - zero point) · scale`).
 fn gemm_bias(w: &Work<'_>, b: ValueId, cols: usize) -> Option<Tensor> {
     let t = match w.constant(b) {
         Some(t) if t.dtype() == DType::F32 => t.to_aligned(),
         Some(_) => return None,
         None => {
-            let (bq, bs, bz, di) = dequantized(w, b)?;
+            // A 1-D int32 bias: its scale is per tensor or per element (the only axis).
+            let (bq, bs, bz, _) = dequantized(w, b)?;
             let q = w.constant(bq)?;
-            if q.dtype() != DType::I32 || w.item(di)?.node.attr_or::<i64>("axis", 1).ok()? != 1 && q.rank() != 1 {
+            if q.dtype() != DType::I32 || q.rank() != 1 {
                 return None;
             }
             let s = const_f32(w, Some(bs))?;

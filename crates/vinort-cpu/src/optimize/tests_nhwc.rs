@@ -15,7 +15,8 @@ use super::OptLevel;
 use crate::provider::compile_nodes;
 use crate::test_support as ts;
 
-fn int8(rng: &mut StdRng, signed: bool, shape: &[usize]) -> Tensor {
+/// Random int8 data of `shape`, signed or not (shared with `tests_qdq`).
+pub(super) fn int8(rng: &mut StdRng, signed: bool, shape: &[usize]) -> Tensor {
     let n: usize = shape.iter().product();
     let v: Vec<u8> = (0..n).map(|_| rng.random()).collect();
     if signed {
@@ -30,8 +31,9 @@ fn scalar_zp(rng: &mut StdRng, signed: bool) -> Tensor {
     int8(rng, signed, &[1]).reshaped(&[]).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Runs the model's graph at `level`; returns the outputs and the plan's ops.
-fn run(md: &Model, x: &Tensor, level: OptLevel) -> (Vec<Tensor>, Vec<String>) {
+/// Runs the model's graph at `level`; returns the outputs and the plan's ops (shared with
+/// `tests_qdq`).
+pub(super) fn run(md: &Model, x: &Tensor, level: OptLevel) -> (Vec<Tensor>, Vec<String>) {
     let g = &md.graph;
     let plan = compile_nodes(g, g.topo_order(), g.inputs(), g.outputs(), level).unwrap_or_else(|e| panic!("{e}"));
     let ops = plan.steps().map(|s| s.op().to_string()).collect();

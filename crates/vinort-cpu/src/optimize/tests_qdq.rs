@@ -9,31 +9,11 @@ use vinort_ir::proto::build::{self, attr, fixed_tensor_info, node};
 use vinort_ir::proto::onnx;
 use vinort_ir::proto::prost::Message;
 use vinort_ir::tensor_proto::tensor_to_proto;
-use vinort_ir::{DType, Model, RunContext, Tensor, Value};
+use vinort_ir::{DType, Model, Tensor};
 
 use super::OptLevel;
-use crate::provider::compile_nodes;
+use super::tests_nhwc::{int8, run};
 use crate::test_support as ts;
-
-/// The plan's ops and its outputs at `level`.
-fn run_at(md: &Model, x: &Tensor, level: OptLevel) -> (Vec<String>, Vec<Tensor>) {
-    let g = &md.graph;
-    let plan = compile_nodes(g, g.topo_order(), g.inputs(), g.outputs(), level).unwrap_or_else(|e| panic!("{e}"));
-    let ops = plan.steps().map(|s| s.op().to_owned()).collect();
-    let x = Value::Tensor(x.clone());
-    let out = plan.run(&[&x], &RunContext::default()).unwrap_or_else(|e| panic!("{level:?}: {e}"));
-    (ops, out.into_iter().map(|v| v.into_tensor().unwrap_or_else(|e| panic!("{e}"))).collect())
-}
-
-fn int8(rng: &mut StdRng, signed: bool, shape: &[usize]) -> Tensor {
-    let n = shape.iter().product();
-    let t = if signed {
-        Tensor::from_vec(shape, (0..n).map(|_| rng.random::<i8>()).collect::<Vec<_>>())
-    } else {
-        Tensor::from_vec(shape, (0..n).map(|_| rng.random::<u8>()).collect::<Vec<_>>())
-    };
-    t.unwrap_or_else(|e| panic!("{e}"))
-}
 
 fn zero(signed: bool, n: usize, rng: &mut StdRng) -> Tensor {
     let t = if signed {
@@ -121,8 +101,8 @@ proptest! {
         };
         let md = Model::from_bytes(build::model(9, &[("", 21)], g).encode_to_vec()).unwrap_or_else(|e| panic!("{e}"));
         let x = int8(&mut rng, a_signed, &a_shape);
-        let (_, off) = run_at(&md, &x, OptLevel::Disabled);
-        let (ops, on) = run_at(&md, &x, OptLevel::Extended);
+        let (off, _) = run(&md, &x, OptLevel::Disabled);
+        let (on, ops) = run(&md, &x, OptLevel::Extended);
         prop_assert_eq!(ops, vec!["MatMulInteger".to_owned()], "one integer kernel");
         prop_assert_eq!(on[0].shape(), y_shape.as_slice());
         prop_assert_eq!(on[0].dtype(), DType::F32);
@@ -167,9 +147,9 @@ fn qdq_matmul_leaves_what_does_not_factor() {
         };
         let md = Model::from_bytes(build::model(9, &[("", 21)], g).encode_to_vec()).unwrap_or_else(|e| panic!("{e}"));
         let x = int8(&mut rng, false, &[m, k]);
-        let (ops, on) = run_at(&md, &x, OptLevel::Extended);
+        let (on, ops) = run(&md, &x, OptLevel::Extended);
         assert!(!ops.iter().any(|o| o == "MatMulInteger"), "a_scale of {a_len}, w axis {w_axis}: {ops:?}");
-        let (_, off) = run_at(&md, &x, OptLevel::Disabled);
+        let (off, _) = run(&md, &x, OptLevel::Disabled);
         assert_eq!(f32s(&on[0]), f32s(&off[0]));
     }
 }

@@ -49,10 +49,6 @@ const PAR_WORK: usize = 1 << 18;
 /// weights.
 const TASK_SUMS: usize = 1 << 15;
 
-/// i32 sums of one product inside a task: 16 KiB, left in L1 for the requantization (a
-/// whole task's sums went to L2 and back).
-const SUB_SUMS: usize = 1 << 12;
-
 /// Channels summed together by the depthwise kernel: one AVX-512 register of i32.
 const LANES: usize = 16;
 
@@ -203,32 +199,26 @@ impl NhwcConv {
         let per = rows.div_ceil(tasks.max(1)).next_multiple_of(8).max(8);
         let zx = [self.zx];
         let q = self.requant();
-        // Rows per product inside a task: their sums stay in L1 until requantized.
-        let sub = (SUB_SUMS / m).next_multiple_of(8).max(8);
         let task = |(t, yc): (usize, &mut [Y])| -> Result<()> {
-            let r0 = t * per;
-            with_buf(&ACC, sub.min(yc.len() / m) * m, |acc| {
-                for (i, yc) in yc.chunks_mut(sub * m).enumerate() {
-                    let (r0, np) = (r0 + i * sub, yc.len() / m);
-                    let acc = &mut acc[..np * m];
-                    let product = if pointwise {
-                        qgemm(np, X::int8(&x[r0 * c..]), c, &zx, b, acc, m, false)
-                    } else {
-                        with_buf(X::cols(), np * k, |cols| {
-                            patches(g, x, X::from_i32(self.zx), r0, cols);
-                            qgemm(np, X::int8(cols), k, &zx, b, acc, m, false)
-                        })
-                    };
-                    product.map_err(Error::invalid)?;
-                    for (a, out) in acc.chunks_exact(m).zip(yc.chunks_exact_mut(m)) {
-                        #[cfg(target_arch = "x86_64")]
-                        if self.avx512 {
-                            // SAFETY: `avx512()` found the features this build enables.
-                            unsafe { requant_avx512(&q, a, out) };
-                            continue;
-                        }
-                        requant(&q, a, out)
+            let (r0, np) = (t * per, yc.len() / m);
+            with_buf(&ACC, np * m, |acc| {
+                let product = if pointwise {
+                    qgemm(np, X::int8(&x[r0 * c..]), c, &zx, b, acc, m, false)
+                } else {
+                    with_buf(X::cols(), np * k, |cols| {
+                        patches(g, x, X::from_i32(self.zx), r0, cols);
+                        qgemm(np, X::int8(cols), k, &zx, b, acc, m, false)
+                    })
+                };
+                product.map_err(Error::invalid)?;
+                for (a, out) in acc.chunks_exact(m).zip(yc.chunks_exact_mut(m)) {
+                    #[cfg(target_arch = "x86_64")]
+                    if self.avx512 {
+                        // SAFETY: `avx512()` found the features this build enables.
+                        unsafe { requant_avx512(&q, a, out) };
+                        continue;
                     }
+                    requant(&q, a, out)
                 }
                 Ok(())
             })
