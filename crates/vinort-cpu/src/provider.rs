@@ -119,7 +119,7 @@ impl Step for KernelStep {
             _ => run(),
         };
         result.map_err(|e| match e {
-            Error::Node { .. } | Error::Provider { .. } => e,
+            Error::Node { .. } | Error::Provider { .. } | Error::Stopped(_) => e,
             other => Error::Provider {
                 provider: "Cpu".into(),
                 node: Some(self.node.clone()),

@@ -80,6 +80,9 @@ pub enum Error {
     /// capability answer). The session moves them to the next provider and partitions again.
     #[error("provider refused {} node(s) at compile time", .0.len())]
     RefusedAtCompile(Vec<(petgraph::graph::NodeIndex, String)>),
+    /// The run stopped before its end: terminated by the caller or past its deadline.
+    #[error("stopped: {0}")]
+    Stopped(crate::provider::StopReason),
     /// Something is not supported (by a kernel, a provider or this version).
     #[error("unsupported: {0}")]
     Unsupported(String),

@@ -192,6 +192,7 @@ impl<S> Plan<S> {
             slots[*s] = Some((*v).clone());
         }
         for st in &self.steps {
+            ctx.check()?;
             let produced = {
                 // Inline up to 16 inputs (QLinearConv takes 9, fused kernels a few more).
                 let mut args: smallvec::SmallVec<[Option<&Value>; 16]> = smallvec::SmallVec::new();

@@ -38,7 +38,9 @@ pub use error::{Error, Result};
 pub use graph::{Graph, Node, ValueId, ValueInfo, ValueSource};
 pub use load::{Metadata, Model};
 pub use petgraph::graph::NodeIndex;
-pub use provider::{Capability, CompiledPartition, ExecutionProvider, PartitionDef, RunContext, WholeModel};
+pub use provider::{
+    Capability, CompiledPartition, ContextBlob, ExecutionProvider, PartitionDef, RunContext, StopReason, WholeModel,
+};
 pub use tensor::{Origin, Shape, Tensor};
 pub use value::{Dim, Sequence, Value, ValueType, Values};
 pub use vinort_proto as proto;

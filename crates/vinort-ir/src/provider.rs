@@ -38,10 +38,83 @@ pub struct PartitionDef {
     pub whole_graph: bool,
 }
 
-/// Per-run options handed to every partition.
-#[derive(Debug, Default)]
+/// Per-run options handed to every partition: a stop flag another thread may raise, a
+/// deadline, and a tag for the logs. Executors call [`RunContext::check`] between steps (and
+/// control-flow kernels between iterations); providers with their own runtime (OpenVINO) watch
+/// [`RunContext::stop_requested`] while their request runs and cancel it.
+#[derive(Debug, Default, Clone)]
 pub struct RunContext {
-    _private: (),
+    terminate: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    deadline: Option<std::time::Instant>,
+    tag: Option<std::sync::Arc<str>>,
+}
+
+/// Why a run stopped before its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The caller raised the terminate flag.
+    Terminated,
+    /// The run's deadline passed.
+    DeadlineExceeded,
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StopReason::Terminated => "the run was terminated by the caller",
+            StopReason::DeadlineExceeded => "the run's deadline passed",
+        })
+    }
+}
+
+impl RunContext {
+    /// A context watching `terminate` (a run stops once it is `true`), with an optional
+    /// deadline and log tag.
+    pub fn new(
+        terminate: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+        deadline: Option<std::time::Instant>,
+        tag: Option<std::sync::Arc<str>>,
+    ) -> RunContext {
+        RunContext { terminate, deadline, tag }
+    }
+
+    /// Why the run must stop now, if it must.
+    pub fn stop_requested(&self) -> Option<StopReason> {
+        if self.terminate.as_ref().is_some_and(|t| t.load(std::sync::atomic::Ordering::Relaxed)) {
+            return Some(StopReason::Terminated);
+        }
+        if self.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            return Some(StopReason::DeadlineExceeded);
+        }
+        None
+    }
+
+    /// [`Error::Stopped`] when the run must stop.
+    #[inline]
+    pub fn check(&self) -> Result<()> {
+        if self.terminate.is_none() && self.deadline.is_none() {
+            return Ok(());
+        }
+        match self.stop_requested() {
+            Some(r) => Err(crate::Error::Stopped(r)),
+            None => Ok(()),
+        }
+    }
+
+    /// True when nothing can stop the run (no flag, no deadline).
+    pub fn is_unbounded(&self) -> bool {
+        self.terminate.is_none() && self.deadline.is_none()
+    }
+
+    /// The deadline, if any.
+    pub fn deadline(&self) -> Option<std::time::Instant> {
+        self.deadline
+    }
+
+    /// The run's tag, if any.
+    pub fn tag(&self) -> Option<&str> {
+        self.tag.as_deref()
+    }
 }
 
 /// A partition compiled by its provider, ready to run many times, from many threads at once.
@@ -54,6 +127,26 @@ pub trait CompiledPartition: Send + Sync {
     fn describe(&self) -> String {
         String::new()
     }
+
+    /// The compiled form as a blob a later session loads without compiling (an EPContext
+    /// node's content); `None` when the provider has no such form, and the partition's nodes
+    /// are saved as ONNX nodes instead.
+    fn export_context(&self) -> Option<Result<ContextBlob>> {
+        None
+    }
+}
+
+/// A compiled partition saved as an EPContext node ([`CompiledPartition::export_context`]).
+#[derive(Debug, Clone)]
+pub struct ContextBlob {
+    /// The provider's name in ONNX Runtime's terms (the node's `source`).
+    pub source: String,
+    /// The version of the provider's runtime that made the blob (`ep_sdk_version`).
+    pub sdk_version: String,
+    /// What the loader needs beyond the blob (the node's `notes`).
+    pub notes: String,
+    /// The compiled model.
+    pub blob: Vec<u8>,
 }
 
 /// An execution provider.

@@ -22,6 +22,7 @@
 #![deny(missing_docs)]
 
 #[cfg(feature = "ffi")]
+pub mod context;
 pub mod error;
 #[cfg(feature = "ffi")]
 pub mod export;

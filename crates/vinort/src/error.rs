@@ -77,6 +77,15 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// The run stopped before its end: [`crate::RunOptions::terminate`] was called or its
+    /// timeout passed. The session stays usable.
+    #[error("run{} stopped: {reason}", .tag.as_deref().map(|t| format!(" '{t}'")).unwrap_or_default())]
+    Cancelled {
+        /// Terminated or past the deadline.
+        reason: vinort_ir::StopReason,
+        /// The run's tag, when it had one.
+        tag: Option<String>,
+    },
     /// The session was configured wrongly (no providers...).
     #[error("session configuration: {0}")]
     Config(String),
@@ -90,7 +99,14 @@ impl From<vinort_ir::Error> for Error {
     /// error moves up); everything else stays an IR error.
     fn from(e: vinort_ir::Error) -> Error {
         match e {
-            vinort_ir::Error::Provider { provider, node, op, source } => Error::Provider { provider, node, op, source },
+            vinort_ir::Error::Stopped(reason) => Error::Cancelled { reason, tag: None },
+            // A stop raised inside a provider's wrapped error is still a stop.
+            vinort_ir::Error::Provider { provider, node, op, source } => {
+                match source.downcast_ref::<vinort_ir::Error>() {
+                    Some(vinort_ir::Error::Stopped(reason)) => Error::Cancelled { reason: *reason, tag: None },
+                    _ => Error::Provider { provider, node, op, source },
+                }
+            }
             e => Error::Ir(e),
         }
     }

@@ -24,16 +24,18 @@
 #![deny(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
+mod context;
 mod error;
 mod partition;
 mod provider;
 mod session;
 
+pub use context::EmbedMode;
 pub use error::{Error, RefusedNode, Result};
 pub use partition::{PartitionPlan, PlannedPartition, Refusal};
 pub use provider::{Cpu, GraphOptimizationLevel, OpenVino, Provider};
-pub use session::{Input, IoInfo, Outputs, Runtime, Session, SessionBuilder, TensorRef};
-pub use vinort_ir::{DType, Dim, Metadata, Model, Sequence, Tensor, Value, ValueType};
+pub use session::{Input, IoInfo, Outputs, RunOptions, Runtime, Session, SessionBuilder, TensorRef};
+pub use vinort_ir::{DType, Dim, Metadata, Model, Sequence, StopReason, Tensor, Value, ValueType};
 
 /// OpenVINO provider options and information. Option shapes use [`openvino::ShapeDim`]
 /// (fixed, bounded or dynamic) so they do not clash with the model's [`Dim`].

@@ -275,6 +275,11 @@ fn worth_a_partition(model: &Model, nodes: &[NodeIndex]) -> bool {
     !elementwise_only && nodes.len() > MIN_CHEAP_PARTITION
 }
 
+/// ONNX Runtime's node for a partition compiled ahead of time (`com.microsoft::EPContext`).
+pub(crate) fn is_context_node(n: &vinort_ir::Node) -> bool {
+    n.op_type == "EPContext" && n.domain == "com.microsoft"
+}
+
 /// Groups nodes into convex partitions per provider, greedily in topological order: a node
 /// joins an existing partition of its provider unless that would create a cycle between
 /// partitions (the partition is an ancestor of another partition the node depends on).
@@ -294,8 +299,11 @@ fn convex_groups(model: &Model, owner: &HashMap<NodeIndex, usize>) -> Vec<(usize
         }
         seen
     };
+    // An EPContext node is a compiled partition already: it runs alone, nothing joins it.
+    let mut sealed: HashSet<usize> = HashSet::new();
     for &n in g.topo_order() {
         let pi = owner[&n];
+        let alone = is_context_node(g.node(n));
         let preds: HashSet<usize> = dag.neighbors_directed(n, petgraph::Incoming).map(|p| part_of[&p]).collect();
         // Partitions reachable backwards from the node through other partitions.
         let mut blocked: HashSet<usize> = HashSet::new();
@@ -303,12 +311,12 @@ fn convex_groups(model: &Model, owner: &HashMap<NodeIndex, usize>) -> Vec<(usize
             blocked.extend(ancestors(&deps, *q));
         }
         // Prefer a partition the node reads from; else the newest compatible one.
-        let candidate = preds
-            .iter()
-            .copied()
-            .filter(|p| parts[*p].0 == pi && !blocked.contains(p))
-            .max()
-            .or_else(|| (0..parts.len()).rev().find(|p| parts[*p].0 == pi && !blocked.contains(p)));
+        let joinable = |p: &usize| parts[*p].0 == pi && !blocked.contains(p) && !sealed.contains(p);
+        let candidate = if alone {
+            None
+        } else {
+            preds.iter().copied().filter(joinable).max().or_else(|| (0..parts.len()).rev().find(joinable))
+        };
         let target = match candidate {
             Some(p) => p,
             None => {
@@ -319,6 +327,9 @@ fn convex_groups(model: &Model, owner: &HashMap<NodeIndex, usize>) -> Vec<(usize
         };
         parts[target].1.push(n);
         part_of.insert(n, target);
+        if alone {
+            sealed.insert(target);
+        }
         for q in preds {
             if q != target {
                 deps[target].insert(q);

@@ -4,6 +4,7 @@ use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use vinort_ir::exec::{Plan, PlanBuilder, Step};
 use vinort_ir::{
@@ -33,12 +34,13 @@ impl Runtime {
 pub struct SessionBuilder {
     model: Model,
     providers: Vec<Provider>,
+    save_context: Option<(std::path::PathBuf, crate::EmbedMode)>,
 }
 
 impl SessionBuilder {
     /// A builder for an already loaded model.
     pub fn new(model: Model) -> SessionBuilder {
-        SessionBuilder { model, providers: vec![] }
+        SessionBuilder { model, providers: vec![], save_context: None }
     }
 
     /// The loaded model.
@@ -53,9 +55,25 @@ impl SessionBuilder {
         self
     }
 
+    /// Once built, saves the session as a compiled-context model at `path` (like ONNX
+    /// Runtime's `ep.context_enable` + `ep.context_file_path`); see [`Session::save_context`].
+    pub fn save_context(mut self, path: impl AsRef<Path>, embed: crate::EmbedMode) -> SessionBuilder {
+        self.save_context = Some((path.as_ref().to_owned(), embed));
+        self
+    }
+
     /// Starts the providers, partitions the graph and compiles every partition.
     pub fn build(self) -> Result<Session> {
-        let SessionBuilder { model, providers } = self;
+        let save = self.save_context.clone();
+        let session = self.build_session()?;
+        if let Some((path, embed)) = save {
+            session.save_context(path, embed)?;
+        }
+        Ok(session)
+    }
+
+    fn build_session(self) -> Result<Session> {
+        let SessionBuilder { model, providers, save_context: _ } = self;
         let providers = if providers.is_empty() { vec![crate::Cpu::default().into()] } else { providers };
         let mut started = vec![];
         let mut warnings = vec![];
@@ -243,6 +261,62 @@ pub struct Session {
     inner: Arc<Inner>,
 }
 
+/// Options of one run, like ONNX Runtime's `RunOptions`: a terminate flag (shared by clones,
+/// so one clone given to another thread stops the runs made with the others), a timeout and a
+/// tag shown in the logs of the run.
+#[derive(Debug, Clone, Default)]
+#[must_use]
+pub struct RunOptions {
+    terminate: Arc<AtomicBool>,
+    timeout: Option<std::time::Duration>,
+    tag: Option<Arc<str>>,
+}
+
+impl RunOptions {
+    /// No timeout, no tag, not terminated.
+    pub fn new() -> RunOptions {
+        RunOptions::default()
+    }
+
+    /// Stops every run made with these options (or a clone of them) that is going on or
+    /// starts later, until [`RunOptions::unterminate`]. Safe to call from any thread.
+    pub fn terminate(&self) {
+        self.terminate.store(true, Ordering::Relaxed);
+    }
+
+    /// Lets runs with these options go on again (ORT's `UnsetTerminate`).
+    pub fn unterminate(&self) {
+        self.terminate.store(false, Ordering::Relaxed);
+    }
+
+    /// True after [`RunOptions::terminate`].
+    pub fn is_terminated(&self) -> bool {
+        self.terminate.load(Ordering::Relaxed)
+    }
+
+    /// Each run stops with [`Error::Cancelled`] once it has taken this long.
+    pub fn with_timeout(mut self, timeout: std::time::Duration) -> RunOptions {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Names the run in the logs (ORT's `run_tag`).
+    pub fn with_tag(mut self, tag: impl Into<String>) -> RunOptions {
+        self.tag = Some(Arc::from(tag.into()));
+        self
+    }
+
+    /// The tag, if any.
+    pub fn tag(&self) -> Option<&str> {
+        self.tag.as_deref()
+    }
+
+    fn context(&self) -> RunContext {
+        let deadline = self.timeout.map(|t| std::time::Instant::now() + t);
+        RunContext::new(Some(self.terminate.clone()), deadline, self.tag.clone())
+    }
+}
+
 /// A tensor borrowed from the caller for one run: its memory goes to the providers untouched.
 #[derive(Debug, Clone, Copy)]
 pub struct TensorRef<'a> {
@@ -361,6 +435,46 @@ impl Session {
         &self.inner.model
     }
 
+    /// Saves the session as a compiled-context model (ONNX Runtime's EPContext format): every
+    /// OpenVINO partition becomes a `com.microsoft::EPContext` node holding its compiled blob
+    /// (or naming a blob file next to `path`, [`crate::EmbedMode::Files`]), the Cpu partitions
+    /// stay ONNX nodes. A session built from the saved file imports the blobs, with the
+    /// properties they were compiled with, instead of compiling: same outputs, bit for bit,
+    /// and no ONNX weights needed for the OpenVINO parts.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), vinort::Error> {
+    /// use vinort::{Cpu, EmbedMode, OpenVino, Runtime};
+    /// let providers = || [OpenVino::cpu().into(), Cpu::default().into()];
+    /// let first = Runtime::load("model.onnx")?.providers(providers()).build()?;
+    /// first.save_context("model_ctx.onnx", EmbedMode::Embedded)?;
+    /// // Later, maybe in another process: no compile.
+    /// let fast = Runtime::load("model_ctx.onnx")?.providers(providers()).build()?;
+    /// println!("{}", fast.plan());
+    /// # Ok(()) }
+    /// ```
+    pub fn save_context(&self, path: impl AsRef<Path>, embed: crate::EmbedMode) -> Result<()> {
+        let partitions = &self.inner.report.partitions;
+        let steps: Vec<&PartitionStep> = self.inner.plan.steps().collect();
+        if steps.len() != partitions.len() {
+            return Err(Error::Config("the plan's steps do not match its partitions".into()));
+        }
+        let parts = partitions
+            .iter()
+            .zip(steps)
+            .map(|(planned, step)| {
+                let blob = step.0.export_context().transpose().map_err(|e| Error::Provider {
+                    provider: planned.provider.clone(),
+                    node: None,
+                    op: None,
+                    source: Box::new(e),
+                })?;
+                Ok(crate::context::Part { planned, blob })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        crate::context::write(&self.inner.model, &parts, path.as_ref(), embed)
+    }
+
     /// What the model file says about itself: producer, domain, version, descriptions and
     /// `metadata_props` (ONNX Runtime's `ModelMetadata`).
     pub fn metadata(&self) -> &vinort_ir::Metadata {
@@ -381,6 +495,52 @@ impl Session {
     pub fn run<'a, K: AsRef<str>, V: Into<Input<'a>>>(
         &self,
         inputs: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<Outputs> {
+        self.run_ctx(inputs, &RunContext::default())
+    }
+
+    /// Runs the model under [`RunOptions`]: another thread may stop the run with
+    /// [`RunOptions::terminate`], a timeout bounds it, and its tag names it in the logs. A
+    /// stopped run returns [`Error::Cancelled`]; OpenVINO requests are cancelled and go back
+    /// to their pool idle.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), vinort::Error> {
+    /// use std::time::Duration;
+    /// let session = vinort::Runtime::load("model.onnx")?.build()?;
+    /// let x = vinort::Tensor::from_vec(&[1, 3, 224, 224], vec![0f32; 3 * 224 * 224])?;
+    /// let options = vinort::RunOptions::new().with_timeout(Duration::from_millis(50)).with_tag("request-17");
+    /// let stopper = options.clone(); // give this to another thread: `stopper.terminate()`
+    /// match session.run_with_options([("input", x)], &options) {
+    ///     Err(vinort::Error::Cancelled { reason, .. }) => println!("stopped: {reason}"),
+    ///     other => println!("{:?}", other.map(|o| o.len())),
+    /// }
+    /// # drop(stopper);
+    /// # Ok(()) }
+    /// ```
+    pub fn run_with_options<'a, K: AsRef<str>, V: Into<Input<'a>>>(
+        &self,
+        inputs: impl IntoIterator<Item = (K, V)>,
+        options: &RunOptions,
+    ) -> Result<Outputs> {
+        let ctx = options.context();
+        let span = options.tag.as_deref().map(|tag| tracing::info_span!("run", tag = %tag));
+        let _entered = span.as_ref().map(tracing::Span::enter);
+        let started = std::time::Instant::now();
+        let out = self.run_ctx(inputs, &ctx);
+        if let Err(Error::Cancelled { reason, .. }) = &out {
+            tracing::info!(%reason, after_ms = started.elapsed().as_secs_f64() * 1e3, "run stopped");
+        }
+        out.map_err(|e| match e {
+            Error::Cancelled { reason, .. } => Error::Cancelled { reason, tag: options.tag.as_deref().map(Into::into) },
+            e => e,
+        })
+    }
+
+    fn run_ctx<'a, K: AsRef<str>, V: Into<Input<'a>>>(
+        &self,
+        inputs: impl IntoIterator<Item = (K, V)>,
+        ctx: &RunContext,
     ) -> Result<Outputs> {
         // Inline storage: a steady-state run of a model with up to 8 inputs allocates nothing
         // here (`vinort perf` counts the heap allocations per inference).
@@ -430,7 +590,7 @@ impl Session {
         }
         check_symbols(&self.inner.inputs, &ordered)?;
         let refs: SmallVec<[&Value; 8]> = ordered.iter().collect();
-        let values = self.inner.plan.run(&refs, &RunContext::default())?;
+        let values = self.inner.plan.run(&refs, ctx)?;
         let values = values.into_iter().map(Value::detach_borrowed).collect();
         Ok(Outputs { names: self.inner.output_names.clone(), values })
     }

@@ -170,6 +170,11 @@ impl InferRequest {
         check("ov_infer_request_infer", unsafe { sys::ov_infer_request_infer(self.raw) })
     }
 
+    /// A handle that cancels this request's run from another thread.
+    pub fn canceller(&self) -> Canceller {
+        Canceller { raw: self.raw }
+    }
+
     /// The tensor OpenVINO holds for output `i` (its own when none was bound).
     pub fn output(&mut self, i: usize) -> OvResult<OvTensor> {
         let mut t = ptr::null_mut();
@@ -178,5 +183,25 @@ impl InferRequest {
             sys::ov_infer_request_get_output_tensor_by_index(self.raw, i, &mut t)
         })?;
         Ok(OvTensor { raw: t })
+    }
+}
+
+/// Cancels a running request from another thread (`ov_infer_request_cancel`, which OpenVINO
+/// documents for exactly that). It does not own the request.
+pub struct Canceller {
+    raw: *mut sys::ov_infer_request_t,
+}
+
+// SAFETY: only `cancel` uses the pointer, and its caller guarantees the request is alive.
+unsafe impl Send for Canceller {}
+
+impl Canceller {
+    /// Asks the request's current run to stop; it then ends with an error status.
+    ///
+    /// # Safety
+    /// The request must not have been freed.
+    pub unsafe fn cancel(&self) -> OvResult<()> {
+        // SAFETY: the request is alive (the caller's contract).
+        check("ov_infer_request_cancel", unsafe { sys::ov_infer_request_cancel(self.raw) })
     }
 }

@@ -29,7 +29,7 @@ mod model;
 mod ovcore;
 mod tensor;
 
-pub use compiled::{CompiledModel, InferRequest, PortInfo};
+pub use compiled::{Canceller, CompiledModel, InferRequest, PortInfo};
 pub use model::OvModel;
 pub use ovcore::{Core, Properties};
 pub use tensor::{OvTensor, OwnedOvBytes, from_ov_type, to_ov_type};
@@ -124,4 +124,42 @@ pub fn core() -> OvResult<&'static Core> {
     })
     .as_ref()
     .map_err(Clone::clone)
+}
+
+/// Cores that import blobs, one per device and property set (see [`import_with`]).
+type ImportCores = std::sync::Mutex<Vec<((String, Vec<(String, String)>), &'static Core)>>;
+static IMPORT_CORES: OnceLock<ImportCores> = OnceLock::new();
+
+/// Imports an exported blob to run with `props`. OpenVINO's C API imports with no properties
+/// (`ov_core_import_model`), and the CPU plugin then takes its defaults (bf16 on this kind of
+/// CPU for a blob compiled f32), so the import goes through a core of its own whose device
+/// properties are `props`: made once per distinct `(device, props)` and kept for the process
+/// (compiled models of it may outlive any session).
+pub fn import_with(blob: &[u8], device: &str, props: &[(String, String)]) -> OvResult<CompiledModel> {
+    load_library(None)?;
+    let key = (device.to_owned(), props.to_vec());
+    let cores = IMPORT_CORES.get_or_init(Default::default);
+    let mut cores = cores.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let core = match cores.iter().find(|(k, _)| *k == key) {
+        Some((_, c)) => *c,
+        None => {
+            let mut raw = ptr::null_mut();
+            // SAFETY: raw is a valid out-parameter.
+            check("ov_core_create", unsafe { sys::ov_core_create(&mut raw) })?;
+            let core = Core { raw };
+            if !props.is_empty() {
+                let p = Properties::new(props)?;
+                let d = cstring(device)?;
+                // SAFETY: valid core, device string and property array for the call.
+                check("ov_core_set_properties", unsafe {
+                    sys::ov_core_set_properties(core.raw, d.as_ptr(), p.raw.len(), p.raw.as_ptr())
+                })?;
+            }
+            let leaked: &'static Core = Box::leak(Box::new(core));
+            cores.push((key, leaked));
+            leaked
+        }
+    };
+    drop(cores);
+    core.import(blob, device)
 }

@@ -23,7 +23,7 @@ unsafe impl Sync for Core {}
 pub struct Properties {
     _keys: Vec<CString>,
     _values: Vec<CString>,
-    raw: Vec<sys::ov_property_t>,
+    pub(super) raw: Vec<sys::ov_property_t>,
 }
 
 impl Properties {

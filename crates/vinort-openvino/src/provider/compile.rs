@@ -107,6 +107,65 @@ impl OpenVinoProvider {
         self.finish(&job, Some(done.template), done.compiled, how, done.weights)
     }
 
+    /// An EPContext node's partition: its blob imported with the device and properties it was
+    /// compiled with (recorded by vinort; the session's own for a node ONNX Runtime wrote), no
+    /// compile, no ONNX weights. Another OpenVINO version's blob is refused by name before
+    /// OpenVINO reads it; a corrupted one fails OpenVINO's import with its message.
+    pub(super) fn compile_context(&self, model: &Model, part: &PartitionDef) -> Result<Box<dyn CompiledPartition>> {
+        let started = self.started()?;
+        let g = &model.graph;
+        let [ix] = part.nodes[..] else {
+            return Err(Error::invalid("an EPContext partition must hold exactly its one node"));
+        };
+        let n = g.node(ix);
+        let c = crate::context::read(model, n)?;
+        if c.sdk_version != started.version {
+            return Err(crate::context::version_mismatch(n, &c.sdk_version, &started.version));
+        }
+        let runtime_inputs: Vec<vinort_ir::ValueId> =
+            n.inputs.iter().flatten().copied().filter(|v| g.initializer(*v).is_none()).collect();
+        let outputs: Vec<vinort_ir::ValueId> = n.outputs.iter().flatten().copied().collect();
+        if runtime_inputs != part.inputs || outputs != part.outputs {
+            return Err(n.error("EPContext node's inputs and outputs must be distinct values, none an initializer"));
+        }
+        let (device, props) = match &c.recorded {
+            Some(r) => (r.device.clone(), r.properties.clone()),
+            None => (
+                started.resolved.device.clone(),
+                self.compile_props(started).into_iter().filter(|(k, _)| k != "CACHE_DIR").collect(),
+            ),
+        };
+        if device != started.resolved.device {
+            return Err(n.error(format!(
+                "its blob was compiled for device {device}, but this provider runs on {}",
+                started.resolved.device
+            )));
+        }
+        let compiled = ffi::import_with(&c.blob, &device, &props).map_err(|e| {
+            n.error(format!("OpenVINO could not import its blob ({}): {}", c.origin, super::first_line(&e.to_string())))
+        })?;
+        let job = Job {
+            core: ffi::core().map_err(to_ir_error)?,
+            started,
+            model,
+            part,
+            props,
+            input_names: part.inputs.iter().map(|v| g.value(*v).name.as_str()).collect(),
+            edits_inputs: false,
+        };
+        let how = format!("imported from its EPContext blob ({}), no compile", c.origin);
+        // OpenVINO imports from memory in place: the compiled model keeps reading the blob's
+        // buffer (its weights), so the buffer lives as long as the partition. (Measured: a
+        // blob file's bytes dropped after the import gave outputs off by 0.12.)
+        let blob = vinort_ir::Tensor::from_shared_bytes(vinort_ir::DType::U8, &[c.blob.len()], c.blob.clone())?;
+        match self.finish(&job, None, compiled, &how, vec![blob]) {
+            Err(Error::RefusedAtCompile(why)) => Err(
+                n.error(format!("its blob does not match the node: {}", why.first().map_or("", |(_, w)| w.as_str())))
+            ),
+            other => other,
+        }
+    }
+
     /// Serializes the partition (weights by address), applies `reshape_input` and `layout`,
     /// and compiles; a whole model that fails so is tried from its file (when `file_fallback`);
     /// on failure blames the nodes that fail alone.
@@ -251,8 +310,11 @@ impl OpenVinoProvider {
             }),
             _ => None,
         };
+        // What a later import needs: CACHE_DIR is not a property of the compiled model.
+        let recorded: Vec<(String, String)> = job.props.iter().filter(|(k, _)| k != "CACHE_DIR").cloned().collect();
         Ok(Box::new(OvPartition {
             fixed: Arc::new(Compiled::new(compiled, inputs, outputs, pool_size)),
+            compiled_with: (s.version.clone(), s.resolved.device.clone(), recorded),
             per_shape,
             describe,
             effective,

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use vinort_ir::{Error, Result, Shape, Tensor, Value};
+use vinort_ir::{Error, Result, RunContext, Shape, Tensor, Value};
 
 use super::partition::Compiled;
 use crate::error::to_ir_error;
@@ -34,6 +34,29 @@ impl Slot {
     pub(super) fn new(req: InferRequest, inputs: usize, outputs: usize) -> Slot {
         Slot { req, inputs: (0..inputs).map(|_| None).collect(), outputs: (0..outputs).map(|_| None).collect() }
     }
+
+    /// Runs the request. When `ctx` can stop the run, the watcher thread looks at its stop
+    /// flag and deadline while it runs and cancels the request (`ov_infer_request_cancel`)
+    /// when it must stop; the request ends, and goes back to the pool idle. (Starting the run
+    /// asynchronously and polling from the caller's thread did not stop a run on the CPU
+    /// plugin, measured: the cancel has to come from another thread while `infer` runs.)
+    fn infer(&mut self, ctx: &RunContext) -> Result<()> {
+        if ctx.is_unbounded() {
+            return self.req.infer().map_err(to_ir_error);
+        }
+        if let Some(r) = ctx.stop_requested() {
+            return Err(Error::Stopped(r));
+        }
+        let watch = super::watch::Watch::start(self.req.canceller(), ctx.clone());
+        let done = self.req.infer();
+        match watch.finish() {
+            Some(r) => {
+                tracing::debug!(reason = %r, tag = ctx.tag(), "OpenVINO request cancelled");
+                Err(Error::Stopped(r))
+            }
+            None => done.map_err(to_ir_error),
+        }
+    }
 }
 
 /// An output handed to the caller: OpenVINO's tensor, shared with the slot that may reuse it.
@@ -46,7 +69,7 @@ impl AsRef<[u8]> for HandedOut {
 }
 
 impl Compiled {
-    pub(super) fn infer(&self, slot: &mut Slot, inputs: &[&Value]) -> Result<Vec<Value>> {
+    pub(super) fn infer(&self, slot: &mut Slot, inputs: &[&Value], ctx: &RunContext) -> Result<Vec<Value>> {
         if inputs.len() != self.inputs.len() {
             return Err(Error::invalid(format!(
                 "OpenVINO partition expects {} inputs, got {}",
@@ -98,7 +121,7 @@ impl Compiled {
             slot.req.set_output(j, &next).map_err(to_ir_error)?;
             *held = None;
         }
-        slot.req.infer().map_err(to_ir_error)?;
+        slot.infer(ctx)?;
         let mut out = Vec::with_capacity(self.outputs.len());
         for j in 0..self.outputs.len() {
             let d = self.outputs[j].dtype.ok_or_else(|| Error::invalid("output element type unknown"))?;

@@ -12,6 +12,7 @@
 //! | `pool` | the bounded infer-request pool |
 //! | `shape_cache` | `disable_dynamic_shapes`: per-shape compilations in an LRU |
 //! | `handover` | binding inputs as host pointers, handing outputs over without copies |
+//! | `watch` | the thread that cancels requests of runs that must stop |
 
 mod capability;
 mod compile;
@@ -20,6 +21,7 @@ mod handover;
 mod partition;
 mod pool;
 mod shape_cache;
+mod watch;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -234,6 +236,9 @@ impl ExecutionProvider for OpenVinoProvider {
     fn capability(&self, model: &Model, offered: &[NodeIndex]) -> Result<Capability> {
         self.check_tensor_names(model)?;
         let s = self.started()?;
+        if crate::context::has_context_nodes(model) {
+            return Ok(context_capability(model, offered));
+        }
         let probe = |ix| self.probe(model, ix, s);
         let layers = capability::layers();
         let mut cap = Capability::default();
@@ -248,6 +253,9 @@ impl ExecutionProvider for OpenVinoProvider {
     }
 
     fn compile(&self, model: &Model, part: &PartitionDef) -> Result<Box<dyn CompiledPartition>> {
+        if part.nodes.iter().any(|ix| crate::context::is_context_node(model.graph.node(*ix))) {
+            return self.compile_context(model, part);
+        }
         self.compile_partition(model, part, OnFailure::Blame)
     }
 
@@ -259,6 +267,19 @@ impl ExecutionProvider for OpenVinoProvider {
     fn compile_whole(&self, model: &Model, part: &PartitionDef) -> Result<WholeModel> {
         self.check_tensor_names(model)?;
         let s = self.started()?;
+        if crate::context::has_context_nodes(model) {
+            return Ok(match part.nodes[..] {
+                [ix] if crate::context::is_context_node(model.graph.node(ix)) => WholeModel::Compiled(
+                    self.compile_context(model, part)?,
+                    "the model is one EPContext node: its compiled blob imported".into(),
+                ),
+                _ => WholeModel::Split(format!(
+                    "the model holds EPContext node(s) among {} node(s): each context node runs alone, \
+                     its ONNX nodes go to the next provider",
+                    part.nodes.len()
+                )),
+            });
+        }
         let layers = capability::layers();
         let never = |_| -> probe::Verdict { unreachable!("the probe layer is not asked before a whole compile") };
         let firm: Vec<(NodeIndex, String)> = part
@@ -290,6 +311,26 @@ impl ExecutionProvider for OpenVinoProvider {
             Err(e) => Err(e),
         }
     }
+}
+
+/// In a model holding EPContext nodes (a compiled context), OpenVINO takes its own context
+/// nodes and nothing else: the ONNX nodes there are what the session that compiled it left to
+/// later providers, and compiling them now would undo the point of a context.
+fn context_capability(model: &Model, offered: &[NodeIndex]) -> Capability {
+    let g = &model.graph;
+    let mut cap = Capability::default();
+    for &ix in offered {
+        let n = g.node(ix);
+        if !crate::context::is_context_node(n) {
+            cap.refused.push((ix, "a compiled-context model: its ONNX nodes are left to the next provider".into()));
+            continue;
+        }
+        match crate::context::read(model, n) {
+            Ok(_) => cap.claimed.push(ix),
+            Err(e) => cap.refused.push((ix, e.to_string())),
+        }
+    }
+    cap
 }
 
 /// Compares the loaded OpenVINO with the release the rules were measured on: another release

@@ -26,13 +26,22 @@ impl Compiled {
         Compiled { compiled, inputs, outputs, static_outputs, pool: Pool::new(max) }
     }
 
+    /// The compiled model as exported bytes (the C API exports to a file only).
+    fn export(&self) -> Result<Vec<u8>> {
+        let dir =
+            tempfile::tempdir().map_err(|e| Error::invalid(format!("no temporary folder to export into: {e}")))?;
+        let path = dir.path().join("partition.blob");
+        self.compiled.export(&path).map_err(to_ir_error)?;
+        std::fs::read(&path).map_err(|e| Error::invalid(format!("reading the exported blob: {e}")))
+    }
+
     /// Runs on a request from the pool.
-    fn run(&self, inputs: &[&Value]) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[&Value], ctx: &RunContext) -> Result<Vec<Value>> {
         let mut slot = self.pool.take(|| {
             let req = self.compiled.infer_request().map_err(to_ir_error)?;
             Ok::<_, Error>(Slot::new(req, self.inputs.len(), self.outputs.len()))
         })?;
-        let r = self.infer(&mut slot, inputs);
+        let r = self.infer(&mut slot, inputs, ctx);
         // Host pointers of this run's inputs stay bound in the slot; they are re-bound (see
         // `Compiled::infer`) before the slot infers again, so none is read after its run.
         self.pool.give_back(slot);
@@ -43,12 +52,14 @@ impl Compiled {
 /// A compiled OpenVINO partition.
 pub struct OvPartition {
     pub(super) fixed: Arc<Compiled>,
+    /// OpenVINO version, device and compile properties, recorded with an exported blob.
+    pub(super) compiled_with: (String, String, Vec<(String, String)>),
     pub(super) per_shape: Option<PerShape>,
     pub(super) describe: String,
     pub(super) effective: Vec<(String, String)>,
-    /// Weights the partition handed OpenVINO by address (`crate::export`): OpenVINO may use
-    /// them in place, so they live as long as the compiled model (declared last: dropped
-    /// after it).
+    /// Weights the partition handed OpenVINO by address (`crate::export`), or the blob it was
+    /// imported from: OpenVINO may use them in place, so they live as long as the compiled
+    /// model (declared last: dropped after it).
     pub(super) _weights: Vec<vinort_ir::Tensor>,
 }
 
@@ -60,7 +71,7 @@ impl OvPartition {
 }
 
 impl CompiledPartition for OvPartition {
-    fn run(&self, inputs: &[&Value], _ctx: &RunContext) -> Result<Vec<Value>> {
+    fn run(&self, inputs: &[&Value], ctx: &RunContext) -> Result<Vec<Value>> {
         let c = match &self.per_shape {
             Some(ps) => {
                 let shapes =
@@ -69,10 +80,26 @@ impl CompiledPartition for OvPartition {
             }
             None => self.fixed.clone(),
         };
-        c.run(inputs)
+        c.run(inputs, ctx)
     }
 
     fn describe(&self) -> String {
         self.describe.clone()
+    }
+
+    fn export_context(&self) -> Option<Result<vinort_ir::ContextBlob>> {
+        if self.per_shape.is_some() {
+            return Some(Err(Error::unsupported(
+                "the partition compiles per input shape (disable_dynamic_shapes): there is no one compiled model to save; \
+                 give the inputs static shapes (reshape_input) first",
+            )));
+        }
+        let (version, device, props) = &self.compiled_with;
+        Some(self.fixed.export().map(|blob| vinort_ir::ContextBlob {
+            source: crate::context::SOURCE.into(),
+            sdk_version: version.clone(),
+            notes: crate::context::notes(device, props, &blob),
+            blob,
+        }))
     }
 }

@@ -102,6 +102,8 @@ impl Kernel for Loop {
         let mut scans: Vec<Vec<Tensor>> = vec![vec![]; n_scan];
         let mut it: i64 = 0;
         while cond && max_trip.is_none_or(|m| it < m) {
+            // Checked per iteration, not only per body step: an empty body still stops.
+            ctx.check()?;
             let iter_v = Value::Tensor(Tensor::scalar(it));
             let cond_v = Value::Tensor(Tensor::scalar(cond));
             let mut formal: Vec<&Value> = Vec::with_capacity(2 + self.carried);
@@ -213,6 +215,7 @@ impl Scan {
         let k = self.body.plan.num_outputs - self.states;
         let mut scans: Vec<Vec<Tensor>> = vec![Vec::with_capacity(len); k];
         for t in 0..len {
+            ctx.check()?;
             let mut elems = Vec::with_capacity(inputs.len());
             for (x, axis, rev) in inputs {
                 let idx = if *rev { len - 1 - t } else { t };
