@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -165,4 +166,43 @@ fn terminate_cancels_an_openvino_request_and_the_session_runs_again() {
     let timed = session.run_with_options([("x", &x)], &RunOptions::new().with_timeout(whole_run / 8));
     assert!(matches!(timed, Err(Error::Cancelled { reason: StopReason::DeadlineExceeded, .. })), "{timed:?}");
     assert!(started.elapsed() < whole_run * 3 / 4, "took {:?} of a {whole_run:?} run", started.elapsed());
+}
+
+/// Polls a future on this thread, parking between wake-ups (a minimal executor).
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::park();
+    }
+}
+
+#[test]
+fn run_async_does_not_block_the_poller_and_completes_or_stops() {
+    let session = cpu_loop();
+    // A run of 1000 iterations completes through `.await`.
+    let out = block_on(session.run_async(loop_inputs(1000), RunOptions::new())).unwrap();
+    assert_eq!(out[0].as_tensor().unwrap().as_slice::<f32>().unwrap(), &[1000.5, 1001.0, 1002.0, 997.0]);
+    // A run that never ends: polling returns at once (Pending), and a terminate ends it.
+    let options = RunOptions::new();
+    let mut pending = session.run_async(loop_inputs(i64::MAX), options.clone());
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    let started = Instant::now();
+    assert!(std::pin::Pin::new(&mut pending).poll(&mut cx).is_pending());
+    assert!(started.elapsed() < Duration::from_millis(100), "a poll must not wait for the run");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!pending.is_finished());
+    options.terminate();
+    assert!(matches!(block_on(pending), Err(Error::Cancelled { reason: StopReason::Terminated, .. })));
 }

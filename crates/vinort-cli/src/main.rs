@@ -57,6 +57,23 @@ enum Cmd {
         #[command(flatten)]
         providers: ProviderArgs,
     },
+    /// Compile a model and save it as a compiled-context model (ONNX Runtime's EPContext
+    /// format): its OpenVINO partitions become EPContext nodes holding their compiled blobs, so
+    /// a session of OUT imports them instead of compiling. Run OUT with the same providers.
+    #[command(mut_arg("providers", |a| a.help("Providers in priority order, comma separated")))]
+    #[command(mut_arg("options", |a| a.help("OpenVINO options as \"key|value key|value\"")))]
+    Compile {
+        /// The model file.
+        model: PathBuf,
+        /// Where to write the context model.
+        #[arg(short = 'o', long)]
+        output: PathBuf,
+        #[command(flatten)]
+        providers: ProviderArgs,
+        /// Write each blob to a file next to OUT (embed_mode 0) instead of inside it.
+        #[arg(long)]
+        blob_files: bool,
+    },
     /// Measure a model like onnxruntime_perf_test: session creation, first inference, latency
     /// percentiles, throughput, peak memory, and allocations and tensor copies per inference.
     Perf(perf::PerfArgs),
@@ -314,6 +331,20 @@ fn cli_main() -> Result<()> {
             Ok(())
         }
         Cmd::Perf(args) => perf::perf(&args),
+        Cmd::Compile { model, output, providers, blob_files } => {
+            let (session, ms) = build(&model, &providers)?;
+            print!("{}", session.plan());
+            let embed = if blob_files { vinort::EmbedMode::Files } else { vinort::EmbedMode::Embedded };
+            let t0 = Instant::now();
+            session.save_context(&output, embed).with_context(|| format!("saving {}", output.display()))?;
+            let contexts = session.plan().partitions.iter().filter(|p| p.provider.starts_with("OpenVino")).count();
+            println!(
+                "compiled in {ms:.1} ms; wrote {} ({contexts} EPContext node(s)) in {:.1} ms",
+                output.display(),
+                stats::ms(t0.elapsed())
+            );
+            Ok(())
+        }
         Cmd::Devices => match vinort::openvino::devices() {
             Ok((version, devices)) => {
                 println!("OpenVINO {version}");

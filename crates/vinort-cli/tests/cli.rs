@@ -105,3 +105,28 @@ fn test_uses_each_case_tolerance_file_unless_overridden() {
     assert!(!ok && text.contains("ERROR mobilenetv2_tiny") && text.contains("tolerance.txt"), "{text}");
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+#[test]
+fn compile_writes_a_context_that_runs_and_matches_its_test_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = dir.path().join("mobilenet_ctx.onnx");
+    let out = vinort()
+        .args(["compile", "models/mobilenetv2_tiny/model.onnx", "-e", "openvino,cpu", "--strict", "-o"])
+        .arg(&ctx)
+        .args(["-i", "precision|FP32"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("1 EPContext node(s)"), "{text}");
+    let out = vinort()
+        .args(["run"])
+        .arg(&ctx)
+        .args(["-e", "openvino,cpu", "--strict", "-r", "1", "--test-data", "models/mobilenetv2_tiny/test_data_set_0"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("imported from its EPContext blob"), "{text}");
+    assert!(text.contains("check output_0 (probabilities): shape ok"), "{text}");
+}

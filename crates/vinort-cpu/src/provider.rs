@@ -243,6 +243,10 @@ impl ExecutionProvider for CpuProvider {
         "Cpu".into()
     }
 
+    fn fingerprint(&self) -> String {
+        format!("Cpu optimization={:?} threads={:?}", self.optimization, self.threads)
+    }
+
     fn capability(&self, model: &Model, offered: &[NodeIndex]) -> Result<Capability> {
         let mut cap = Capability::default();
         for &ix in offered {

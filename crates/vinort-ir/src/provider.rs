@@ -171,6 +171,15 @@ pub trait ExecutionProvider: Send + Sync + std::fmt::Debug {
     /// Compiles a partition of the main graph made only of nodes this provider claimed.
     fn compile(&self, model: &Model, part: &PartitionDef) -> Result<Box<dyn CompiledPartition>>;
 
+    /// What decides the partitions this provider compiles beyond the model: sessions of one
+    /// model built in one vinort `Environment` share their
+    /// compiled partitions when every provider's fingerprint is equal. The default is this
+    /// instance's address (shared only with itself); providers whose compiled form depends
+    /// only on their options return those.
+    fn fingerprint(&self) -> String {
+        format!("{:p}", self as *const Self)
+    }
+
     /// Whole model first: asked of the first provider in the list before any per-node
     /// question. A provider that can compile a whole model at once (as its native runtime
     /// would) and finds no node it must refuse whatever the context (a wrong answer, a slow

@@ -34,7 +34,9 @@ pub use context::EmbedMode;
 pub use error::{Error, RefusedNode, Result};
 pub use partition::{PartitionPlan, PlannedPartition, Refusal};
 pub use provider::{Cpu, GraphOptimizationLevel, OpenVino, Provider};
-pub use session::{Input, IoInfo, Outputs, RunOptions, Runtime, Session, SessionBuilder, TensorRef};
+pub use session::{
+    Environment, Input, IoInfo, Outputs, RunFuture, RunOptions, Runtime, Session, SessionBuilder, TensorRef,
+};
 pub use vinort_ir::{DType, Dim, Metadata, Model, Sequence, StopReason, Tensor, Value, ValueType};
 
 /// OpenVINO provider options and information. Option shapes use [`openvino::ShapeDim`]

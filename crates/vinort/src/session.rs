@@ -30,17 +30,84 @@ impl Runtime {
     }
 }
 
+/// Sessions that share what they can, like ONNX Runtime's `Environment` with shared
+/// allocators and `ep.share_ep_contexts`: a session of a model file built through an
+/// environment where a live session of the same file (same size and modification time) with
+/// equal providers (see [`ExecutionProvider::fingerprint`](crate::ir::ExecutionProvider::fingerprint))
+/// exists shares it whole: the mapped model, the Cpu provider's packed weights, and the
+/// OpenVINO compiled models with their infer-request pools (OpenVINO sizes a pool to what the
+/// device runs at once, so a second pool would only oversubscribe it). Nothing is compiled
+/// again, and the second session adds almost no memory. Sessions are kept weakly: once every
+/// session of a model is dropped, the next one is built afresh.
+///
+/// ```
+/// # fn main() -> Result<(), vinort::Error> {
+/// let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/mobilenetv2_tiny/model.onnx");
+/// let env = vinort::Environment::new();
+/// let a = env.load(model)?.providers([vinort::Cpu::default().into()]).build()?;
+/// let b = env.load(model)?.providers([vinort::Cpu::default().into()]).build()?;
+/// assert!(a.shares_with(&b));
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Default)]
+pub struct Environment {
+    sessions: Arc<std::sync::Mutex<Vec<LiveSession>>>,
+}
+
+/// A session an environment built, held weakly, with what makes it that session.
+type LiveSession = (SessionKey, std::sync::Weak<Inner>);
+
+#[derive(Debug, Clone, PartialEq)]
+struct SessionKey {
+    file: std::path::PathBuf,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    providers: Vec<String>,
+}
+
+impl Environment {
+    /// An environment with no sessions yet.
+    pub fn new() -> Environment {
+        Environment::default()
+    }
+
+    /// Loads a model file for a session of this environment (see [`Runtime::load`]).
+    pub fn load(&self, path: impl AsRef<Path>) -> Result<SessionBuilder> {
+        let path = path.as_ref();
+        let file = std::fs::canonicalize(path)
+            .map_err(|source| Error::Model(vinort_ir::Error::Io { path: path.to_owned(), source }))?;
+        // Mapped again here; when a live session is shared at build, this mapping is dropped.
+        let mut b = Runtime::load(&file)?;
+        b.env = Some(self.clone());
+        Ok(b)
+    }
+
+    /// Number of live sessions it holds.
+    pub fn live_sessions(&self) -> usize {
+        let mut s = self.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        s.retain(|(_, w)| w.strong_count() > 0);
+        s.len()
+    }
+}
+
+impl std::fmt::Debug for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Environment({} live session(s))", self.live_sessions())
+    }
+}
+
 /// Configures a session: the ordered provider list.
 pub struct SessionBuilder {
     model: Model,
     providers: Vec<Provider>,
     save_context: Option<(std::path::PathBuf, crate::EmbedMode)>,
+    env: Option<Environment>,
 }
 
 impl SessionBuilder {
     /// A builder for an already loaded model.
     pub fn new(model: Model) -> SessionBuilder {
-        SessionBuilder { model, providers: vec![], save_context: None }
+        SessionBuilder { model, providers: vec![], save_context: None, env: None }
     }
 
     /// The loaded model.
@@ -65,15 +132,53 @@ impl SessionBuilder {
     /// Starts the providers, partitions the graph and compiles every partition.
     pub fn build(self) -> Result<Session> {
         let save = self.save_context.clone();
-        let session = self.build_session()?;
+        let session = match self.env.clone() {
+            Some(env) => self.build_shared(&env)?,
+            None => self.build_session()?,
+        };
         if let Some((path, embed)) = save {
             session.save_context(path, embed)?;
         }
         Ok(session)
     }
 
+    /// Builds through `env`: an equal live session is shared, else this one is built and
+    /// kept. Builds of one environment are serialized, so two threads asking for the same
+    /// session build it once.
+    fn build_shared(self, env: &Environment) -> Result<Session> {
+        let key = self.key();
+        let mut sessions = env.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        sessions.retain(|(_, w)| w.strong_count() > 0);
+        if let Some(key) = &key
+            && let Some(inner) = sessions.iter().find(|(k, _)| k == key).and_then(|(_, w)| w.upgrade())
+        {
+            tracing::info!(model = %key.file.display(), "session shared with a live one of the environment");
+            return Ok(Session { inner });
+        }
+        let session = self.build_session()?;
+        if let Some(key) = key {
+            sessions.push((key, Arc::downgrade(&session.inner)));
+        }
+        Ok(session)
+    }
+
+    /// What makes two sessions the same: the file (path, size, modification time) and the
+    /// providers' fingerprints. `None` for a model not from a file.
+    fn key(&self) -> Option<SessionKey> {
+        let file = self.model.path.clone()?;
+        let meta = std::fs::metadata(&file).ok()?;
+        let providers =
+            if self.providers.is_empty() { vec![crate::Cpu::default().into()] } else { self.providers.clone() };
+        Some(SessionKey {
+            file,
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            providers: providers.iter().map(|p| format!("{} {}", p.error_on_failure, p.ep.fingerprint())).collect(),
+        })
+    }
+
     fn build_session(self) -> Result<Session> {
-        let SessionBuilder { model, providers, save_context: _ } = self;
+        let SessionBuilder { model, providers, save_context: _, env: _ } = self;
         let providers = if providers.is_empty() { vec![crate::Cpu::default().into()] } else { providers };
         let mut started = vec![];
         let mut warnings = vec![];
@@ -317,6 +422,80 @@ impl RunOptions {
     }
 }
 
+/// What a worker thread hands back to a [`RunFuture`]: the result once there, and the waker
+/// of the task that last polled.
+struct AsyncRun {
+    state: std::sync::Mutex<AsyncState>,
+    done: std::sync::Condvar,
+}
+
+/// The result once there, and the waker of the task that last polled.
+type AsyncState = (Option<Result<Outputs>>, Option<std::task::Waker>);
+
+impl AsyncRun {
+    fn lock(&self) -> std::sync::MutexGuard<'_, AsyncState> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn finish(&self, out: Result<Outputs>) {
+        let waker = {
+            let mut st = self.lock();
+            st.0 = Some(out);
+            st.1.take()
+        };
+        self.done.notify_all();
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+}
+
+/// The pending result of [`Session::run_async`]: `.await` it, or [`RunFuture::wait`] from
+/// synchronous code.
+#[must_use = "the run goes on, but its outputs are lost unless awaited"]
+pub struct RunFuture {
+    shared: Arc<AsyncRun>,
+}
+
+impl RunFuture {
+    /// Blocks the calling thread until the run ends.
+    pub fn wait(self) -> Result<Outputs> {
+        let mut st = self.shared.lock();
+        loop {
+            if let Some(out) = st.0.take() {
+                return out;
+            }
+            st = self.shared.done.wait(st).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// True once the run has ended (the result is ready).
+    pub fn is_finished(&self) -> bool {
+        self.shared.lock().0.is_some()
+    }
+}
+
+impl std::future::Future for RunFuture {
+    type Output = Result<Outputs>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<Outputs>> {
+        let mut st = self.shared.lock();
+        match st.0.take() {
+            Some(out) => std::task::Poll::Ready(out),
+            None => {
+                st.1 = Some(cx.waker().clone());
+                std::task::Poll::Pending
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for RunFuture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RunFuture(finished: {})", self.is_finished())
+    }
+}
+
 /// A tensor borrowed from the caller for one run: its memory goes to the providers untouched.
 #[derive(Debug, Clone, Copy)]
 pub struct TensorRef<'a> {
@@ -435,6 +614,12 @@ impl Session {
         &self.inner.model
     }
 
+    /// True when both share one compiled form (a clone, or sessions an [`Environment`]
+    /// shared).
+    pub fn shares_with(&self, other: &Session) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Saves the session as a compiled-context model (ONNX Runtime's EPContext format): every
     /// OpenVINO partition becomes a `com.microsoft::EPContext` node holding its compiled blob
     /// (or naming a blob file next to `path`, [`crate::EmbedMode::Files`]), the Cpu partitions
@@ -535,6 +720,40 @@ impl Session {
             Error::Cancelled { reason, .. } => Error::Cancelled { reason, tag: options.tag.as_deref().map(Into::into) },
             e => e,
         })
+    }
+
+    /// Runs the model on a worker thread of its own and returns a [`Future`] of the outputs,
+    /// so an async caller (tokio, async-std, any executor) never blocks its threads on a run.
+    /// Inputs are owned values (cheap to clone: storage is shared). Dropping the future does
+    /// not stop the run; [`RunOptions::terminate`] does.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), vinort::Error> {
+    /// let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/mobilenetv2_tiny/model.onnx");
+    /// let session = vinort::Runtime::load(model)?.build()?;
+    /// let x = vinort::Tensor::from_vec(&[1, 3, 64, 64], vec![0.5f32; 3 * 64 * 64])?;
+    /// let pending = session.run_async([("input", x)], vinort::RunOptions::new());
+    /// // In async code: `let outputs = pending.await?;`
+    /// let outputs = pending.wait()?;
+    /// assert_eq!(outputs.len(), 1);
+    /// # Ok(()) }
+    /// ```
+    pub fn run_async<K: Into<String>, V: Into<Value>>(
+        &self,
+        inputs: impl IntoIterator<Item = (K, V)>,
+        options: RunOptions,
+    ) -> RunFuture {
+        let inputs: Vec<(String, Value)> = inputs.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+        let shared = Arc::new(AsyncRun { state: std::sync::Mutex::new((None, None)), done: std::sync::Condvar::new() });
+        let (session, result) = (self.clone(), shared.clone());
+        let spawned = std::thread::Builder::new().name("vinort-run".into()).spawn(move || {
+            let out = session.run_with_options(inputs, &options);
+            result.finish(out);
+        });
+        if let Err(e) = spawned {
+            shared.finish(Err(Error::Config(format!("could not start a thread for the run: {e}"))));
+        }
+        RunFuture { shared }
     }
 
     fn run_ctx<'a, K: AsRef<str>, V: Into<Input<'a>>>(

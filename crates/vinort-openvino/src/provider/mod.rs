@@ -226,6 +226,10 @@ impl ExecutionProvider for OpenVinoProvider {
         self.started().map(|_| ())
     }
 
+    fn fingerprint(&self) -> String {
+        format!("OpenVino {:?} library={:?}", self.options, self.library)
+    }
+
     fn warnings(&self) -> Vec<String> {
         match self.started.get() {
             Some(Ok(s)) => s.resolved.warnings.iter().map(|w| format!("{}: {w}", self.name())).collect(),
