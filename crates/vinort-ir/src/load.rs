@@ -23,6 +23,10 @@ pub const IR_VERSIONS: std::ops::RangeInclusive<i64> = 3..=14;
 /// Deepest nesting of subgraphs accepted (hostile models could recurse without end).
 const MAX_DEPTH: usize = 64;
 
+/// Above this many bytes, a string attribute that is not UTF-8 is a binary payload and is not
+/// decoded into [`Attr::String`] (its readers take the bytes from the node's proto).
+const BINARY_ATTRIBUTE_BYTES: usize = 4096;
+
 /// A loaded ONNX model.
 #[derive(Clone, Debug)]
 pub struct Model {
@@ -479,7 +483,14 @@ impl Builder<'_> {
                 T::Undefined
             }
         });
-        let s = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
+        // ONNX string attributes are bytes. Text is decoded; a large binary payload (an
+        // EPContext node's embedded blob: 100 MB for ResNet-50, whose lossy decoding took a
+        // second) is left undecoded, and its readers take the bytes from the node's proto.
+        let s = |b: &Bytes| match std::str::from_utf8(b) {
+            Ok(t) => t.to_owned(),
+            Err(_) if b.len() > BINARY_ATTRIBUTE_BYTES => String::new(),
+            Err(_) => String::from_utf8_lossy(b).into_owned(),
+        };
         let mut sub = |this: &mut Self, gp: &onnx::GraphProto| -> Result<Arc<Graph>> {
             let g = this.graph(gp, scopes, depth + 1)?;
             for v in &g.outer {
