@@ -123,6 +123,15 @@ pub trait CompiledPartition: Send + Sync {
     /// [`PartitionDef::outputs`]. Inputs are shared, never copied by the caller.
     fn run(&self, inputs: &[&Value], ctx: &RunContext) -> Result<Vec<Value>>;
 
+    /// Runs once like [`CompiledPartition::run`], writing each output that has a buffer in
+    /// `into` (I/O binding: a caller's memory for a model output) straight into it where the
+    /// provider can; the value returned for such an output then lies in that buffer. Where it
+    /// cannot (the default), it returns the output as `run` does and the caller copies it.
+    fn run_into(&self, inputs: &[&Value], into: &[Option<OutputBuffer>], ctx: &RunContext) -> Result<Vec<Value>> {
+        let _ = into;
+        self.run(inputs, ctx)
+    }
+
     /// Human-readable facts about the compiled form (device, effective properties...).
     fn describe(&self) -> String {
         String::new()
@@ -134,6 +143,20 @@ pub trait CompiledPartition: Send + Sync {
     fn export_context(&self) -> Option<Result<ContextBlob>> {
         None
     }
+}
+
+/// A caller's buffer for one output of a run (I/O binding): writable, `len` bytes, holding a
+/// tensor of `dtype` and `shape`, valid for the whole run.
+#[derive(Debug, Clone)]
+pub struct OutputBuffer {
+    /// Start of the buffer.
+    pub ptr: *mut u8,
+    /// Its length in bytes.
+    pub len: usize,
+    /// Element type it holds.
+    pub dtype: crate::DType,
+    /// Shape it holds.
+    pub shape: crate::Shape,
 }
 
 /// A compiled partition saved as an EPContext node ([`CompiledPartition::export_context`]).

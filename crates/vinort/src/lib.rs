@@ -35,7 +35,7 @@ pub use error::{Error, RefusedNode, Result};
 pub use partition::{PartitionPlan, PlannedPartition, Refusal};
 pub use provider::{Cpu, GraphOptimizationLevel, OpenVino, Provider};
 pub use session::{
-    Environment, Input, IoInfo, Outputs, RunFuture, RunOptions, Runtime, Session, SessionBuilder, TensorRef,
+    Binding, Environment, Input, IoInfo, Outputs, RunFuture, RunOptions, Runtime, Session, SessionBuilder, TensorRef,
 };
 pub use vinort_ir::{DType, Dim, Metadata, Model, Sequence, StopReason, Tensor, Value, ValueType};
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use vinort_ir::exec::{Plan, PlanBuilder, Step};
 use vinort_ir::{
-    CompiledPartition, DType, Dim, Elem, Model, RunContext, Tensor, Value, ValueId, ValueType, WholeModel,
+    CompiledPartition, DType, Dim, Elem, Model, OutputBuffer, RunContext, Tensor, Value, ValueId, ValueType, WholeModel,
 };
 
 use crate::error::{Error, Result};
@@ -251,7 +251,7 @@ fn whole_model_first(
             part.details = compiled.describe();
             let ins: Vec<Option<ValueId>> = def.inputs.iter().map(|v| Some(*v)).collect();
             let outs: Vec<Option<ValueId>> = def.outputs.iter().map(|v| Some(*v)).collect();
-            b.step(PartitionStep(compiled), &ins, &outs)?;
+            b.step(PartitionStep { compiled, outputs: def.outputs.clone() }, &ins, &outs)?;
             let plan = PartitionPlan {
                 partitions: vec![part],
                 refusals: vec![],
@@ -286,7 +286,7 @@ fn split(model: &Model, started: &Started, warnings: &[String]) -> Result<Built>
                     plan.partitions[i].details = compiled.describe();
                     let ins: Vec<Option<ValueId>> = def.inputs.iter().map(|v| Some(*v)).collect();
                     let outs: Vec<Option<ValueId>> = def.outputs.iter().map(|v| Some(*v)).collect();
-                    b.step(PartitionStep(compiled), &ins, &outs)?;
+                    b.step(PartitionStep { compiled, outputs: def.outputs.clone() }, &ins, &outs)?;
                 }
                 Err(vinort_ir::Error::RefusedAtCompile(nodes)) if !nodes.is_empty() => {
                     refused = Some((*pi, nodes));
@@ -336,16 +336,36 @@ impl IoInfo {
     }
 }
 
-struct PartitionStep(Box<dyn CompiledPartition>);
+struct PartitionStep {
+    compiled: Box<dyn CompiledPartition>,
+    /// The values it returns, in order (to find the bound outputs among them).
+    outputs: Vec<ValueId>,
+}
 
-impl Step for PartitionStep {
-    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> vinort_ir::Result<vinort_ir::Values> {
+impl PartitionStep {
+    fn run_into(
+        &self,
+        inputs: &[Option<&Value>],
+        into: &[Option<OutputBuffer>],
+        ctx: &RunContext,
+    ) -> vinort_ir::Result<vinort_ir::Values> {
         let ins: smallvec::SmallVec<[&Value; 8]> = inputs
             .iter()
             .map(|v| v.ok_or_else(|| vinort_ir::Error::invalid("partition input missing")))
             .collect::<vinort_ir::Result<_>>()?;
         // A partition's outputs arrive as a Vec: kept on the heap as they are, no copy.
-        self.0.run(&ins, ctx).map(vinort_ir::Values::from_vec)
+        let out = if into.iter().all(Option::is_none) {
+            self.compiled.run(&ins, ctx)
+        } else {
+            self.compiled.run_into(&ins, into, ctx)
+        };
+        out.map(vinort_ir::Values::from_vec)
+    }
+}
+
+impl Step for PartitionStep {
+    fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> vinort_ir::Result<vinort_ir::Values> {
+        self.run_into(inputs, &[], ctx)
     }
 }
 
@@ -364,6 +384,100 @@ struct Inner {
 #[derive(Clone)]
 pub struct Session {
     inner: Arc<Inner>,
+}
+
+/// I/O binding, like ONNX Runtime's `IoBinding`: inputs bound once (borrowed without a copy,
+/// or shared values) and outputs written into the caller's buffers, for runs that allocate no
+/// tensor buffer of their own ([`Session::run_with`]).
+///
+/// ```
+/// # fn main() -> Result<(), vinort::Error> {
+/// let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/mobilenetv2_tiny/model.onnx");
+/// let session = vinort::Runtime::load(model)?.build()?;
+/// let (shape, x) = ([1, 3, 64, 64], vec![0.5f32; 3 * 64 * 64]);
+/// let mut probabilities = [0f32; 10];
+/// let mut b = session.binding();
+/// b.bind_input("input", vinort::TensorRef::from_slice(&shape, &x)?)?;
+/// b.bind_output("probabilities", &[1, 10], &mut probabilities)?;
+/// session.run_with(&mut b, &vinort::RunOptions::new())?;
+/// drop(b);
+/// assert!((probabilities.iter().sum::<f32>() - 1.0).abs() < 1e-4);
+/// # Ok(()) }
+/// ```
+pub struct Binding<'a> {
+    session: Session,
+    inputs: Vec<Option<Value>>,
+    outputs: Vec<Option<OutputBuffer>>,
+    results: Vec<Option<Value>>,
+    in_place: Vec<bool>,
+    _borrows: std::marker::PhantomData<&'a mut [u8]>,
+}
+
+// SAFETY: the raw pointers in `outputs` come from `&'a mut` slices the binding borrows
+// exclusively, so moving the binding to another thread moves that exclusive access with it.
+unsafe impl Send for Binding<'_> {}
+
+impl<'a> Binding<'a> {
+    /// Binds an input by name (a [`TensorRef`] is used where it lies, for every run).
+    pub fn bind_input(&mut self, name: &str, value: impl Into<Input<'a>>) -> Result<()> {
+        let infos = &self.session.inner.inputs;
+        let pos = infos.iter().position(|i| i.name == name).ok_or_else(|| Error::Input {
+            name: name.into(),
+            message: format!(
+                "the model has no such input (its inputs: {})",
+                infos.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        })?;
+        let v = match value.into() {
+            Input::Value(v) => v,
+            // SAFETY: the borrowed storage lives for 'a, which outlives the binding; a run
+            // returns no value over it (bound outputs are the caller's, others are detached).
+            Input::Borrowed(t) => Value::Tensor(unsafe { Tensor::borrow_bytes(t.dtype, t.shape, t.bytes) }?),
+        };
+        check_input(&infos[pos], &v)?;
+        self.inputs[pos] = Some(v);
+        Ok(())
+    }
+
+    /// Binds an output by name to the caller's buffer, holding a tensor of `shape`.
+    pub fn bind_output<T: Elem>(&mut self, name: &str, shape: &[usize], buffer: &'a mut [T]) -> Result<()> {
+        let infos = &self.session.inner.outputs;
+        let pos = infos.iter().position(|o| o.name == name).ok_or_else(|| {
+            Error::Config(format!(
+                "bind_output: the model has no output '{name}' (its outputs: {})",
+                infos.iter().map(|o| o.name.as_str()).collect::<Vec<_>>().join(", ")
+            ))
+        })?;
+        if shape.iter().product::<usize>() != buffer.len() {
+            return Err(Error::Config(format!(
+                "bind_output '{name}': shape {shape:?} does not hold {} elements",
+                buffer.len()
+            )));
+        }
+        if let Some(d) = infos[pos].ty.tensor_dtype()
+            && d != T::DTYPE
+        {
+            return Err(Error::Config(format!("bind_output '{name}': the output is {d}, the buffer {}", T::DTYPE)));
+        }
+        self.outputs[pos] = Some(OutputBuffer {
+            ptr: buffer.as_mut_ptr().cast::<u8>(),
+            len: std::mem::size_of_val(buffer),
+            dtype: T::DTYPE,
+            shape: shape.into(),
+        });
+        Ok(())
+    }
+
+    /// After a run, an output that was not bound.
+    pub fn output(&self, name: &str) -> Option<&Value> {
+        let pos = self.session.inner.outputs.iter().position(|o| o.name == name)?;
+        self.results[pos].as_ref()
+    }
+
+    /// After a run, true when the bound output was written straight into the buffer (no copy).
+    pub fn written_in_place(&self, name: &str) -> bool {
+        self.session.inner.outputs.iter().position(|o| o.name == name).is_some_and(|k| self.in_place[k])
+    }
 }
 
 /// Options of one run, like ONNX Runtime's `RunOptions`: a terminate flag (shared by clones,
@@ -648,7 +762,7 @@ impl Session {
             .iter()
             .zip(steps)
             .map(|(planned, step)| {
-                let blob = step.0.export_context().transpose().map_err(|e| Error::Provider {
+                let blob = step.compiled.export_context().transpose().map_err(|e| Error::Provider {
                     provider: planned.provider.clone(),
                     node: None,
                     op: None,
@@ -785,6 +899,20 @@ impl Session {
                 return Err(Error::Input { name: name.into(), message: "given more than once".into() });
             }
         }
+        let values = self.execute(given, ctx, &[])?;
+        let values = values.into_iter().map(Value::detach_borrowed).collect();
+        Ok(Outputs { names: self.inner.output_names.clone(), values })
+    }
+
+    /// Runs on the given inputs (by model input position), writing outputs into `into` (by
+    /// model output position) where a partition can.
+    fn execute(
+        &self,
+        given: SmallVec<[Option<Value>; 8]>,
+        ctx: &RunContext,
+        into: &[Option<OutputBuffer>],
+    ) -> Result<Vec<Value>> {
+        let n = self.inner.inputs.len();
         let mut ordered: SmallVec<[Value; 8]> = SmallVec::with_capacity(n);
         for (info, v) in self.inner.inputs.iter().zip(given) {
             let v = match (v, &info.default) {
@@ -809,9 +937,75 @@ impl Session {
         }
         check_symbols(&self.inner.inputs, &ordered)?;
         let refs: SmallVec<[&Value; 8]> = ordered.iter().collect();
-        let values = self.inner.plan.run(&refs, ctx)?;
-        let values = values.into_iter().map(Value::detach_borrowed).collect();
-        Ok(Outputs { names: self.inner.output_names.clone(), values })
+        if into.iter().all(Option::is_none) {
+            return Ok(self.inner.plan.run(&refs, ctx)?);
+        }
+        let graph_outputs = self.inner.model.graph.outputs();
+        Ok(self.inner.plan.run_with(&refs, ctx, |step, ins, ctx| {
+            let dests: SmallVec<[Option<OutputBuffer>; 4]> = step
+                .outputs
+                .iter()
+                .map(|v| graph_outputs.iter().position(|o| o == v).and_then(|k| into.get(k).cloned().flatten()))
+                .collect();
+            step.run_into(ins, &dests, ctx)
+        })?)
+    }
+
+    /// An I/O binding for this session ([`Binding`]).
+    pub fn binding<'a>(&self) -> Binding<'a> {
+        let (ni, no) = (self.inner.inputs.len(), self.inner.outputs.len());
+        Binding {
+            session: self.clone(),
+            inputs: (0..ni).map(|_| None).collect(),
+            outputs: (0..no).map(|_| None).collect(),
+            results: (0..no).map(|_| None).collect(),
+            in_place: vec![false; no],
+            _borrows: std::marker::PhantomData,
+        }
+    }
+
+    /// Runs with an I/O binding: its bound inputs (every input without a default must be
+    /// bound), each bound output written into its buffer. An OpenVINO partition writes a model
+    /// output straight into the bound buffer when the output's shape is static and no
+    /// forwarding op makes it ([`Binding::written_in_place`] says which were); the others are
+    /// copied in. A run whose output does not have the bound buffer's type and shape fails
+    /// naming the output. Outputs not bound are read with [`Binding::output`].
+    pub fn run_with(&self, binding: &mut Binding<'_>, options: &RunOptions) -> Result<()> {
+        if !binding.session.shares_with(self) {
+            return Err(Error::Config("the binding was made by another session".into()));
+        }
+        let given: SmallVec<[Option<Value>; 8]> = binding.inputs.iter().cloned().collect();
+        let into: SmallVec<[Option<OutputBuffer>; 4]> = binding.outputs.iter().cloned().collect();
+        let values = self.execute(given, &options.context(), &into)?;
+        for (k, v) in values.into_iter().enumerate() {
+            binding.in_place[k] = false;
+            let Some(b) = &binding.outputs[k] else {
+                binding.results[k] = Some(v.detach_borrowed());
+                continue;
+            };
+            binding.results[k] = None;
+            let name = &self.inner.outputs[k].name;
+            let t = v.as_tensor().map_err(|_| Error::Config(format!("output '{name}' is not a tensor")))?;
+            if t.dtype() != b.dtype || t.shape() != b.shape.as_slice() {
+                return Err(Error::Config(format!(
+                    "output '{name}': the run made a {} tensor of shape {:?}, the bound buffer holds {} of shape {:?}",
+                    t.dtype(),
+                    t.shape(),
+                    b.dtype,
+                    b.shape.as_slice()
+                )));
+            }
+            if t.data_ptr() == b.ptr.cast_const() {
+                binding.in_place[k] = true;
+                continue;
+            }
+            let bytes = t.as_bytes();
+            // SAFETY: the bound buffer is `b.len` writable bytes borrowed for the binding's
+            // lifetime, and it holds exactly this dtype and shape (checked above).
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), b.ptr, bytes.len().min(b.len)) };
+            vinort_ir::stats::record_copy(bytes.len());
+        }
+        Ok(())
     }
 }
 

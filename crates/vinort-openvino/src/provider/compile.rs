@@ -36,6 +36,43 @@ const FROM_SERIALIZED: &str = "compiled from a serialized partition";
 const FROM_MEMORY: &str = "compiled from memory, weights by address";
 const FROM_PARTITION_FILE: &str = "compiled from its partition file in cache_dir";
 
+/// Ops whose output OpenVINO may make the same tensor as an input (or leave as a view): a
+/// caller's buffer bound to such an output can stay unwritten (measured on OpenVINO 2026.4.1:
+/// Max/Sum of one input, Tile, Dropout, TopK indices), so I/O binding copies those outputs.
+/// Also every op that only moves or reshapes data, and an EPContext node (its last op is not
+/// known).
+const FORWARDING: &[&str] = &[
+    "Identity",
+    "Dropout",
+    "Max",
+    "Min",
+    "Sum",
+    "Mean",
+    "Tile",
+    "TopK",
+    "Expand",
+    "Reshape",
+    "Squeeze",
+    "Unsqueeze",
+    "Flatten",
+    "Cast",
+    "CastLike",
+    "Concat",
+    "Split",
+    "Slice",
+    "Transpose",
+    "Pad",
+    "Gather",
+    "Resize",
+    "Upsample",
+    "DepthToSpace",
+    "SpaceToDepth",
+    "If",
+    "Loop",
+    "Scan",
+    "EPContext",
+];
+
 /// What every strategy needs about one partition.
 struct Job<'a> {
     core: &'static Core,
@@ -312,8 +349,14 @@ impl OpenVinoProvider {
         };
         // What a later import needs: CACHE_DIR is not a property of the compiled model.
         let recorded: Vec<(String, String)> = job.props.iter().filter(|(k, _)| k != "CACHE_DIR").cloned().collect();
+        let g = &job.model.graph;
+        let bindable = part
+            .outputs
+            .iter()
+            .map(|v| g.producer(*v).is_some_and(|ix| !FORWARDING.contains(&g.node(ix).op_type.as_str())))
+            .collect();
         Ok(Box::new(OvPartition {
-            fixed: Arc::new(Compiled::new(compiled, inputs, outputs, pool_size)),
+            fixed: Arc::new(Compiled::new(compiled, inputs, outputs, pool_size, bindable)),
             compiled_with: (s.version.clone(), s.resolved.device.clone(), recorded),
             per_shape,
             describe,

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use vinort_ir::{Error, Result, RunContext, Shape, Tensor, Value};
+use vinort_ir::{Error, OutputBuffer, Result, RunContext, Shape, Tensor, Value};
 
 use super::partition::Compiled;
 use crate::error::to_ir_error;
@@ -24,6 +24,10 @@ struct Binding {
 /// An infer request with what is bound to it between runs.
 pub(super) struct Slot {
     req: InferRequest,
+    /// Per output, the host-pointer tensor over a caller's buffer the last run bound (I/O
+    /// binding): a later run without that binding gives the request a tensor of its own
+    /// first, so it never writes the caller's memory again.
+    user_bound: Vec<Option<OvTensor>>,
     inputs: Vec<Option<Binding>>,
     /// Per output, the OpenVINO tensor the last run handed to the caller, which is still the
     /// request's output tensor: reused when the caller has dropped it (see `Compiled::infer`).
@@ -32,7 +36,12 @@ pub(super) struct Slot {
 
 impl Slot {
     pub(super) fn new(req: InferRequest, inputs: usize, outputs: usize) -> Slot {
-        Slot { req, inputs: (0..inputs).map(|_| None).collect(), outputs: (0..outputs).map(|_| None).collect() }
+        Slot {
+            req,
+            user_bound: (0..outputs).map(|_| None).collect(),
+            inputs: (0..inputs).map(|_| None).collect(),
+            outputs: (0..outputs).map(|_| None).collect(),
+        }
     }
 
     /// Runs the request. When `ctx` can stop the run, the watcher thread looks at its stop
@@ -69,7 +78,13 @@ impl AsRef<[u8]> for HandedOut {
 }
 
 impl Compiled {
-    pub(super) fn infer(&self, slot: &mut Slot, inputs: &[&Value], ctx: &RunContext) -> Result<Vec<Value>> {
+    pub(super) fn infer(
+        &self,
+        slot: &mut Slot,
+        inputs: &[&Value],
+        into: &[Option<OutputBuffer>],
+        ctx: &RunContext,
+    ) -> Result<Vec<Value>> {
         if inputs.len() != self.inputs.len() {
             return Err(Error::invalid(format!(
                 "OpenVINO partition expects {} inputs, got {}",
@@ -104,6 +119,46 @@ impl Compiled {
         // handed out as long as the caller has dropped it (steady state: no buffer allocated
         // per run); only when the caller still holds the last result does the request get a
         // fresh tensor, so a later run never overwrites what the caller holds.
+        // I/O binding: an output with a caller's buffer of its port's static shape and type is
+        // bound to it as a host-pointer tensor, so OpenVINO writes the caller's memory. Outputs
+        // a forwarding op makes are not (OpenVINO may leave a bound one unwritten, above): the
+        // caller copies those. An output a caller's buffer was bound to last run and is not
+        // now gets a tensor of the request's own again.
+        let mut bound_now: smallvec::SmallVec<[bool; 8]> = smallvec::smallvec![false; self.outputs.len()];
+        for j in 0..self.outputs.len() {
+            let fits = |b: &&OutputBuffer| {
+                self.bindable[j]
+                    && self.outputs[j].dtype == Some(b.dtype)
+                    && self.static_outputs[j].as_ref().is_some_and(|s| *s == b.shape)
+                    && b.len == b.shape.iter().product::<usize>() * b.dtype.size()
+            };
+            match into.get(j).and_then(Option::as_ref).filter(fits) {
+                Some(b) => {
+                    // SAFETY: the buffer is writable and valid for the whole run (the
+                    // `OutputBuffer` contract), and a later run binds another tensor before it
+                    // infers (below), so OpenVINO never writes it after this run.
+                    let t = unsafe { OvTensor::from_host_ptr(b.dtype, &b.shape, b.ptr.cast_const()) }
+                        .map_err(to_ir_error)?;
+                    slot.req.set_output(j, &t).map_err(to_ir_error)?;
+                    slot.user_bound[j] = Some(t);
+                    slot.outputs[j] = None;
+                    bound_now[j] = true;
+                }
+                None if slot.user_bound[j].is_some() => {
+                    let d = self.outputs[j].dtype.ok_or_else(|| Error::invalid("output element type unknown"))?;
+                    let shape = self.static_outputs[j]
+                        .as_ref()
+                        .ok_or_else(|| Error::invalid("a bound output has no static shape"))?
+                        .to_vec();
+                    let own = OvTensor::allocate(d, &shape).map_err(to_ir_error)?;
+                    vinort_ir::stats::record_alloc(shape.iter().product::<usize>() * d.size());
+                    slot.req.set_output(j, &own).map_err(to_ir_error)?;
+                    slot.user_bound[j] = None;
+                    slot.outputs[j] = None;
+                }
+                None => {}
+            }
+        }
         for (j, held) in slot.outputs.iter_mut().enumerate() {
             let Some(arc) = held else { continue };
             // `get_mut` succeeds only when no clone of the handed-out bytes is alive, and
@@ -127,6 +182,22 @@ impl Compiled {
             let d = self.outputs[j].dtype.ok_or_else(|| Error::invalid("output element type unknown"))?;
             let ovt = slot.req.output(j).map_err(to_ir_error)?;
             let (ptr, len) = ovt.bytes().map_err(to_ir_error)?;
+            if bound_now[j]
+                && let Some(b) = into.get(j).and_then(Option::as_ref)
+            {
+                if ptr == b.ptr.cast_const() && len == b.len {
+                    // SAFETY: the caller's buffer of `len` bytes, valid for the run; the session
+                    // reads it as the output and never hands this value out.
+                    let t = unsafe {
+                        Tensor::borrow_bytes(d, &b.shape, std::slice::from_raw_parts(b.ptr.cast_const(), b.len))
+                    }?;
+                    out.push(Value::Tensor(t));
+                    continue;
+                }
+                // OpenVINO put a tensor of its own in place of the bound one: handed over as
+                // usual, and the caller copies it.
+                slot.user_bound[j] = None;
+            }
             let shape: Shape = match &self.static_outputs[j] {
                 Some(s) => s.clone(),
                 // The C API cannot describe a rank-0 shape (`ov_tensor_get_shape` fails on

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use vinort_ir::{CompiledPartition, Error, Result, RunContext, Shape, Value};
+use vinort_ir::{CompiledPartition, Error, OutputBuffer, Result, RunContext, Shape, Value};
 
 use super::handover::Slot;
 use super::pool::Pool;
@@ -13,6 +13,9 @@ use crate::ffi::{CompiledModel, PortInfo};
 /// A compiled model with its ports and pool of infer requests.
 pub(super) struct Compiled {
     compiled: CompiledModel,
+    /// Per output, whether a caller's buffer may be bound to it (I/O binding): not for an
+    /// output a forwarding op makes, which OpenVINO may leave unwritten (see `handover`).
+    pub(super) bindable: Vec<bool>,
     pub(super) inputs: Vec<PortInfo>,
     pub(super) outputs: Vec<PortInfo>,
     /// Each output's shape when the port's shape is static.
@@ -21,9 +24,15 @@ pub(super) struct Compiled {
 }
 
 impl Compiled {
-    pub(super) fn new(compiled: CompiledModel, inputs: Vec<PortInfo>, outputs: Vec<PortInfo>, max: usize) -> Compiled {
+    pub(super) fn new(
+        compiled: CompiledModel,
+        inputs: Vec<PortInfo>,
+        outputs: Vec<PortInfo>,
+        max: usize,
+        bindable: Vec<bool>,
+    ) -> Compiled {
         let static_outputs = outputs.iter().map(|p| p.static_shape().map(Into::into)).collect();
-        Compiled { compiled, inputs, outputs, static_outputs, pool: Pool::new(max) }
+        Compiled { compiled, bindable, inputs, outputs, static_outputs, pool: Pool::new(max) }
     }
 
     /// The compiled model as exported bytes (the C API exports to a file only).
@@ -35,13 +44,14 @@ impl Compiled {
         std::fs::read(&path).map_err(|e| Error::invalid(format!("reading the exported blob: {e}")))
     }
 
-    /// Runs on a request from the pool.
-    fn run(&self, inputs: &[&Value], ctx: &RunContext) -> Result<Vec<Value>> {
+    /// Runs on a request from the pool, writing the outputs `into` holds buffers for into them
+    /// where the port allows (see `Compiled::infer`).
+    fn run(&self, inputs: &[&Value], into: &[Option<OutputBuffer>], ctx: &RunContext) -> Result<Vec<Value>> {
         let mut slot = self.pool.take(|| {
             let req = self.compiled.infer_request().map_err(to_ir_error)?;
             Ok::<_, Error>(Slot::new(req, self.inputs.len(), self.outputs.len()))
         })?;
-        let r = self.infer(&mut slot, inputs, ctx);
+        let r = self.infer(&mut slot, inputs, into, ctx);
         // Host pointers of this run's inputs stay bound in the slot; they are re-bound (see
         // `Compiled::infer`) before the slot infers again, so none is read after its run.
         self.pool.give_back(slot);
@@ -80,7 +90,15 @@ impl CompiledPartition for OvPartition {
             }
             None => self.fixed.clone(),
         };
-        c.run(inputs, ctx)
+        c.run(inputs, &[], ctx)
+    }
+
+    fn run_into(&self, inputs: &[&Value], into: &[Option<OutputBuffer>], ctx: &RunContext) -> Result<Vec<Value>> {
+        match &self.per_shape {
+            // A per-shape compile's outputs are handed over as usual; the caller copies.
+            Some(_) => self.run(inputs, ctx),
+            None => self.fixed.run(inputs, into, ctx),
+        }
     }
 
     fn describe(&self) -> String {

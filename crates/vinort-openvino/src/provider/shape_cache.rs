@@ -77,7 +77,9 @@ impl PerShape {
         };
         let inputs = compiled.inputs().map_err(to_ir_error)?;
         let outputs = compiled.outputs().map_err(to_ir_error)?;
-        let c = Arc::new(Compiled::new(compiled, inputs, outputs, pool_size));
+        // Per-shape partitions hand outputs over as usual (`OvPartition::run_into`).
+        let bindable = vec![false; outputs.len()];
+        let c = Arc::new(Compiled::new(compiled, inputs, outputs, pool_size, bindable));
         lock(&self.cache).insert(shapes, c.clone());
         Ok(c)
     }
