@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use vinort_ir::{CompiledPartition, Error, Model, NodeIndex, PartitionDef, Result};
 
 use super::partition::{Compiled, OvPartition};
-use super::shape_cache::{Lru, PerShape, SHAPE_CACHE};
+use super::shape_cache::{PerShape, SHAPE_CACHE, SingleFlight};
 use super::{OpenVinoProvider, Started, first_line};
 use crate::error::to_ir_error;
 use crate::export::{Weights, partition_model};
@@ -343,7 +343,7 @@ impl OpenVinoProvider {
                 names: job.input_names.iter().map(|n| n.to_string()).collect(),
                 device: s.resolved.device.clone(),
                 props: job.props.clone(),
-                cache: Mutex::new(Lru::new(SHAPE_CACHE)),
+                cache: SingleFlight::new(SHAPE_CACHE),
             }),
             _ => None,
         };

@@ -2,9 +2,11 @@
 //!
 //! The read model is kept as a template, re-shaped to a run's input shapes and compiled once
 //! per signature. The compilations are kept in a small least-recently-used cache so varying
-//! shapes cannot grow memory without end.
+//! shapes cannot grow memory without end, and made single-flight: runs that meet one new shape
+//! at once wait for one compile instead of each compiling it ([`SingleFlight`]). Compiles of
+//! different shapes still take turns, because each reshapes the one template.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use vinort_ir::Result;
 
@@ -39,6 +41,11 @@ impl<K: PartialEq, V: Clone> Lru<K, V> {
         Some(v)
     }
 
+    /// Removes `key`.
+    pub(super) fn remove(&mut self, key: &K) {
+        self.entries.retain(|(k, _)| k != key);
+    }
+
     /// Inserts as the most recently used, dropping the least recently used beyond capacity.
     pub(super) fn insert(&mut self, key: K, value: V) {
         self.entries.retain(|(k, _)| *k != key);
@@ -50,6 +57,50 @@ impl<K: PartialEq, V: Clone> Lru<K, V> {
 /// The concrete input shapes a compilation is specialised to.
 type ShapeKey = Vec<Vec<usize>>;
 
+/// A value being made or made, shared by everyone who asked for its key.
+type Cell<V> = Arc<OnceLock<std::result::Result<V, String>>>;
+
+/// An LRU of values made on demand, one make per key at a time: the first caller of a key
+/// makes it while later callers of the same key wait for that result instead of making it
+/// again (single flight); callers of other keys are not held up by the cache's lock. A failed
+/// make is not kept, so the next caller tries again.
+pub(super) struct SingleFlight<K, V> {
+    cells: Mutex<Lru<K, Cell<V>>>,
+}
+
+impl<K: PartialEq + Clone, V: Clone> SingleFlight<K, V> {
+    pub(super) fn new(capacity: usize) -> SingleFlight<K, V> {
+        SingleFlight { cells: Mutex::new(Lru::new(capacity)) }
+    }
+
+    /// The value for `key`, made by `make` unless it is cached or being made.
+    pub(super) fn get(
+        &self,
+        key: &K,
+        make: impl FnOnce() -> std::result::Result<V, String>,
+    ) -> std::result::Result<V, String> {
+        let cell = {
+            let mut cells = lock(&self.cells);
+            match cells.get(key) {
+                Some(c) => c,
+                None => {
+                    let c: Cell<V> = Arc::new(OnceLock::new());
+                    cells.insert(key.clone(), c.clone());
+                    c
+                }
+            }
+        };
+        let out = cell.get_or_init(make).clone();
+        if out.is_err() {
+            let mut cells = lock(&self.cells);
+            if cells.get(key).is_some_and(|c| Arc::ptr_eq(&c, &cell)) {
+                cells.remove(key);
+            }
+        }
+        out
+    }
+}
+
 /// The read model, re-shaped to each run's concrete input shapes and compiled once per shape
 /// signature.
 pub(super) struct PerShape {
@@ -57,18 +108,22 @@ pub(super) struct PerShape {
     pub(super) names: Vec<String>,
     pub(super) device: String,
     pub(super) props: Vec<(String, String)>,
-    pub(super) cache: Mutex<Lru<ShapeKey, Arc<Compiled>>>,
+    pub(super) cache: SingleFlight<ShapeKey, Arc<Compiled>>,
 }
 
 impl PerShape {
-    /// The compilation for these input shapes, compiled now when not cached.
+    /// The compilation for these input shapes: cached, being compiled by another run (waited
+    /// for), or compiled now.
     pub(super) fn get(&self, shapes: ShapeKey, pool_size: usize) -> Result<Arc<Compiled>> {
-        if let Some(c) = lock(&self.cache).get(&shapes) {
-            return Ok(c);
-        }
+        self.cache
+            .get(&shapes, || self.compile(&shapes, pool_size).map_err(|e| e.to_string()))
+            .map_err(|e| vinort_ir::Error::invalid(format!("compiling for input shapes {shapes:?}: {e}")))
+    }
+
+    fn compile(&self, shapes: &ShapeKey, pool_size: usize) -> Result<Arc<Compiled>> {
         let compiled = {
             let model = lock(&self.template);
-            for (name, shape) in self.names.iter().zip(&shapes) {
+            for (name, shape) in self.names.iter().zip(shapes) {
                 let dims: Vec<(i64, i64)> = shape.iter().map(|d| (*d as i64, *d as i64)).collect();
                 model.reshape_input(name, &dims).map_err(to_ir_error)?;
             }
@@ -79,15 +134,48 @@ impl PerShape {
         let outputs = compiled.outputs().map_err(to_ir_error)?;
         // Per-shape partitions hand outputs over as usual (`OvPartition::run_into`).
         let bindable = vec![false; outputs.len()];
-        let c = Arc::new(Compiled::new(compiled, inputs, outputs, pool_size, bindable));
-        lock(&self.cache).insert(shapes, c.clone());
-        Ok(c)
+        Ok(Arc::new(Compiled::new(compiled, inputs, outputs, pool_size, bindable)))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::Lru;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::{Lru, SingleFlight};
+
+    /// Eight threads asking for one new key at once make it once and all get it; keys beyond
+    /// the capacity evict the least recently used, which is then made again; a failed make is
+    /// not kept.
+    #[test]
+    fn single_flight_makes_each_key_once_and_evicts() {
+        let cache = SingleFlight::<u32, usize>::new(2);
+        let made = AtomicUsize::new(0);
+        let make = |v: usize| {
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            made.fetch_add(1, Ordering::SeqCst);
+            Ok(v)
+        };
+        let got: Vec<_> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..8).map(|_| s.spawn(|| cache.get(&1, || make(10)))).collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(got.iter().all(|g| *g == Ok(10)), "{got:?}");
+        assert_eq!(made.load(Ordering::SeqCst), 1, "concurrent askers of one key must share one make");
+        // Other keys are made while one is being made (no global lock held while making).
+        std::thread::scope(|s| {
+            let a = s.spawn(|| cache.get(&2, || make(20)));
+            let b = s.spawn(|| cache.get(&3, || make(30)));
+            assert_eq!((a.join().unwrap(), b.join().unwrap()), (Ok(20), Ok(30)));
+        });
+        assert_eq!(made.load(Ordering::SeqCst), 3);
+        // Capacity 2: key 1 was the least recently used and is gone; 3 is kept.
+        assert_eq!(cache.get(&3, || make(99)), Ok(30));
+        assert_eq!(cache.get(&1, || make(11)), Ok(11), "an evicted key is made again");
+        assert_eq!(made.load(Ordering::SeqCst), 4);
+        assert_eq!(cache.get(&5, || Err("no".into())), Err("no".to_string()));
+        assert_eq!(cache.get(&5, || Ok(50)), Ok(50), "a failure is not cached");
+    }
 
     #[test]
     fn lru_evicts_the_least_recently_used() {
