@@ -137,3 +137,15 @@ fn concurrent_threads_share_the_runs_and_report_throughput() {
     assert!(number_after(&text, "throughput: ") > 0.0, "{text}");
     assert!(text.contains(" inferences/s"), "{text}");
 }
+
+/// `--bind`: OpenVINO writes the outputs into each thread's bound buffers, so a measured run
+/// allocates and copies no tensor; on the Cpu provider the output is copied in.
+#[test]
+fn bind_runs_write_into_bound_buffers() {
+    let args = ["models/mobilenetv2_tiny", "-e", "openvino,cpu", "--strict", "-i", "precision|FP32", "-r", "20"];
+    let (text, _) = perf_ok(&[&args[..], &["--bind", "-c", "2"]].concat());
+    assert!(text.contains("0.0 tensor buffers allocated (0 bytes)"), "{text}");
+    assert!(text.contains("0.0 tensor copies (0 bytes)"), "{text}");
+    let (text, _) = perf_ok(&["models/mobilenetv2_tiny", "-e", "cpu", "-r", "20", "--bind"]);
+    assert!(text.contains("1.0 tensor copies"), "the Cpu provider's output is copied into the buffer:\n{text}");
+}

@@ -441,6 +441,22 @@ impl<'a> Binding<'a> {
 
     /// Binds an output by name to the caller's buffer, holding a tensor of `shape`.
     pub fn bind_output<T: Elem>(&mut self, name: &str, shape: &[usize], buffer: &'a mut [T]) -> Result<()> {
+        if shape.iter().product::<usize>() != buffer.len() {
+            return Err(Error::Config(format!(
+                "bind_output '{name}': shape {shape:?} does not hold {} elements",
+                buffer.len()
+            )));
+        }
+        // SAFETY: any initialised `T: Elem` is a valid byte sequence and every byte pattern a
+        // valid `T`; the byte view keeps the exclusive borrow for 'a.
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(buffer.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(buffer)) };
+        self.bind_output_bytes(name, T::DTYPE, shape, bytes)
+    }
+
+    /// Binds an output by name to a byte buffer holding a `dtype` tensor of `shape`, aligned
+    /// for `dtype` (for callers that handle element types at run time).
+    pub fn bind_output_bytes(&mut self, name: &str, dtype: DType, shape: &[usize], buffer: &'a mut [u8]) -> Result<()> {
         let infos = &self.session.inner.outputs;
         let pos = infos.iter().position(|o| o.name == name).ok_or_else(|| {
             Error::Config(format!(
@@ -448,23 +464,22 @@ impl<'a> Binding<'a> {
                 infos.iter().map(|o| o.name.as_str()).collect::<Vec<_>>().join(", ")
             ))
         })?;
-        if shape.iter().product::<usize>() != buffer.len() {
+        if dtype == DType::String || shape.iter().product::<usize>() * dtype.size() != buffer.len() {
             return Err(Error::Config(format!(
-                "bind_output '{name}': shape {shape:?} does not hold {} elements",
+                "bind_output '{name}': {} bytes do not hold a {dtype} tensor of shape {shape:?}",
                 buffer.len()
             )));
         }
-        if let Some(d) = infos[pos].ty.tensor_dtype()
-            && d != T::DTYPE
-        {
-            return Err(Error::Config(format!("bind_output '{name}': the output is {d}, the buffer {}", T::DTYPE)));
+        if !(buffer.as_ptr() as usize).is_multiple_of(dtype.size().max(1)) {
+            return Err(Error::Config(format!("bind_output '{name}': the buffer is not aligned for {dtype}")));
         }
-        self.outputs[pos] = Some(OutputBuffer {
-            ptr: buffer.as_mut_ptr().cast::<u8>(),
-            len: std::mem::size_of_val(buffer),
-            dtype: T::DTYPE,
-            shape: shape.into(),
-        });
+        if let Some(d) = infos[pos].ty.tensor_dtype()
+            && d != dtype
+        {
+            return Err(Error::Config(format!("bind_output '{name}': the output is {d}, the buffer {dtype}")));
+        }
+        self.outputs[pos] =
+            Some(OutputBuffer { ptr: buffer.as_mut_ptr(), len: buffer.len(), dtype, shape: shape.into() });
         Ok(())
     }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use vinort::ir::stats;
-use vinort::{Session, Value};
+use vinort::{DType, RunOptions, Session, Value};
 use vinort_tools::alloc_count::{self, HeapCounts};
 
 /// What a measuring phase runs.
@@ -32,10 +32,14 @@ pub(super) struct Measured {
     pub tensors: stats::Counts,
 }
 
+/// A tensor output's name, element type and shape, bound with `--bind`.
+pub(super) type OutputSpec = (String, DType, Vec<usize>);
+
 /// State shared by the measuring threads and the thread drawing progress.
 struct Shared<'a> {
     session: &'a Session,
     feeds: &'a [(String, Value)],
+    bound: Option<&'a [OutputSpec]>,
     phase: Phase,
     /// Two rendezvous: every worker has reserved its buffers; then "go".
     barrier: Barrier,
@@ -60,8 +64,26 @@ type WorkerResult = Result<(Vec<f64>, Instant, Instant), vinort::Error>;
 fn worker(sh: &Shared<'_>, capacity: usize) -> WorkerResult {
     let _finished = Finished(sh);
     let mut latencies = Vec::with_capacity(capacity);
+    // --bind: this thread's output buffers (u64 words, so aligned for every element type) and
+    // its binding, made before the measured phase starts.
+    let specs = sh.bound.unwrap_or(&[]);
+    let mut buffers: Vec<Vec<u64>> = specs
+        .iter()
+        .map(|(_, d, shape)| vec![0u64; (shape.iter().product::<usize>() * d.size()).div_ceil(8)])
+        .collect();
+    let binding = sh.bound.map(|_| bind(sh, specs, &mut buffers));
+    let options = RunOptions::new();
     sh.barrier.wait();
     sh.barrier.wait();
+    // A binding that failed is reported after the rendezvous, which every thread must reach.
+    let mut binding = match binding {
+        Some(Err(e)) => {
+            sh.abort.store(true, Ordering::Relaxed);
+            return Err(e);
+        }
+        Some(Ok(b)) => Some(b),
+        None => None,
+    };
     let start = Instant::now();
     loop {
         if sh.abort.load(Ordering::Relaxed) {
@@ -76,7 +98,10 @@ fn worker(sh: &Shared<'_>, capacity: usize) -> WorkerResult {
             break;
         }
         let t = Instant::now();
-        let out = sh.session.run(sh.feeds.iter().map(|(k, v)| (k.as_str(), v.clone())));
+        let out = match &mut binding {
+            Some(b) => sh.session.run_with(b, &options).map(|()| None),
+            None => sh.session.run(sh.feeds.iter().map(|(k, v)| (k.as_str(), v.clone()))).map(Some),
+        };
         let ms = t.elapsed().as_secs_f64() * 1e3;
         match out {
             // Outputs are dropped outside the timed span, as a caller would use them first.
@@ -92,11 +117,32 @@ fn worker(sh: &Shared<'_>, capacity: usize) -> WorkerResult {
     Ok((latencies, start, Instant::now()))
 }
 
+/// A binding of the feeds and of `buffers`, one per spec.
+fn bind<'a>(
+    sh: &Shared<'_>,
+    specs: &[OutputSpec],
+    buffers: &'a mut [Vec<u64>],
+) -> Result<vinort::Binding<'a>, vinort::Error> {
+    let mut b = sh.session.binding();
+    for (name, v) in sh.feeds {
+        b.bind_input(name, v.clone())?;
+    }
+    for ((name, dtype, shape), buf) in specs.iter().zip(buffers.iter_mut()) {
+        let bytes = shape.iter().product::<usize>() * dtype.size();
+        let words: &'a mut [u64] = buf.as_mut_slice();
+        // SAFETY: a u64 buffer of at least `bytes` bytes viewed as bytes, borrowed exclusively for 'a.
+        let view = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), bytes) };
+        b.bind_output_bytes(name, *dtype, shape, view)?;
+    }
+    Ok(b)
+}
+
 /// Runs `phase` on `c` threads sharing `session`. `typical_ms`, a latency seen before, sizes
 /// the latency buffers of a timed phase.
 pub(super) fn measure(
     session: &Session,
     feeds: &[(String, Value)],
+    bound: Option<&[OutputSpec]>,
     phase: Phase,
     c: usize,
     progress: bool,
@@ -116,6 +162,7 @@ pub(super) fn measure(
     let sh = Shared {
         session,
         feeds,
+        bound,
         phase,
         barrier: Barrier::new(c + 1),
         claimed: AtomicUsize::new(0),

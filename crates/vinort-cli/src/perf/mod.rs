@@ -81,6 +81,10 @@ pub struct PerfArgs {
     /// Seed for random inputs.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// I/O binding (`Session::run_with`): each thread binds the inputs once and writes the
+    /// tensor outputs into buffers of its own made before measuring.
+    #[arg(long)]
+    bind: bool,
 }
 
 /// Runs `vinort perf`.
@@ -106,8 +110,16 @@ pub fn perf(a: &PerfArgs) -> Result<()> {
     }
 
     let t = Instant::now();
-    run_once(&session, &feeds).context("first inference")?;
+    let outputs = run_once(&session, &feeds).context("first inference")?;
     let first_ms = stats::ms(t.elapsed());
+    // With --bind: each tensor output's type and shape, for the threads' buffers.
+    let bound: Option<Vec<measure::OutputSpec>> = a.bind.then(|| {
+        outputs
+            .iter()
+            .filter_map(|(name, v)| v.as_tensor().ok().map(|t| (name.to_owned(), t.dtype(), t.shape().to_vec())))
+            .collect()
+    });
+    let bound = bound.as_deref();
     if !a.json {
         println!("first inference: {first_ms:.3} ms");
     }
@@ -115,7 +127,7 @@ pub fn perf(a: &PerfArgs) -> Result<()> {
     // demand, up to its pool size) exist before the measured phase.
     let mut typical_ms = first_ms;
     if a.warmup > 0 {
-        let w = measure(&session, &feeds, Phase::RunsPerThread(a.warmup), a.concurrent, false, first_ms)
+        let w = measure(&session, &feeds, bound, Phase::RunsPerThread(a.warmup), a.concurrent, false, first_ms)
             .context("warm-up")?;
         typical_ms = w.latencies[w.latencies.len() / 2];
     }
@@ -124,7 +136,7 @@ pub fn perf(a: &PerfArgs) -> Result<()> {
         Mode::Duration => Phase::For(Duration::from_secs_f64(a.seconds)),
     };
     let progress = !a.json && !a.no_progress;
-    let m = measure(&session, &feeds, phase, a.concurrent, progress, typical_ms)?;
+    let m = measure(&session, &feeds, bound, phase, a.concurrent, progress, typical_ms)?;
     let peak = peak_memory_mib();
     let report =
         Report { a, model: &model, session: &session, sources: &sources, notes: &notes, creation_ms, first_ms };
@@ -245,10 +257,9 @@ fn describe(v: &Value) -> String {
     }
 }
 
-fn run_once(session: &Session, feeds: &[(String, Value)]) -> Result<()> {
+fn run_once(session: &Session, feeds: &[(String, Value)]) -> Result<vinort::Outputs> {
     // Values share their storage: a clone per run is a handle, not a copy of the data.
-    session.run(feeds.iter().map(|(k, v)| (k.as_str(), v.clone())))?;
-    Ok(())
+    Ok(session.run(feeds.iter().map(|(k, v)| (k.as_str(), v.clone())))?)
 }
 
 fn print_plan(session: &Session) {
