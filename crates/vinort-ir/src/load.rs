@@ -23,10 +23,6 @@ pub const IR_VERSIONS: std::ops::RangeInclusive<i64> = 3..=14;
 /// Deepest nesting of subgraphs accepted (hostile models could recurse without end).
 const MAX_DEPTH: usize = 64;
 
-/// Above this many bytes, a string attribute that is not UTF-8 is a binary payload and is not
-/// decoded into [`Attr::String`] (its readers take the bytes from the node's proto).
-const BINARY_ATTRIBUTE_BYTES: usize = 4096;
-
 /// A loaded ONNX model.
 #[derive(Clone, Debug)]
 pub struct Model {
@@ -327,6 +323,12 @@ impl Builder<'_> {
             let mut attrs = Vec::with_capacity(np.attribute.len());
             let mut implicit: Vec<String> = vec![];
             for a in &np.attribute {
+                // An EPContext node's blob is bytes, not text, and its reader takes it from the
+                // node's proto: decoding it (100 MB for ResNet-50) took a second.
+                if np.op_type.as_deref() == Some("EPContext") && a.name.as_deref() == Some("ep_cache_context") {
+                    attrs.push((a.name.clone().unwrap_or_default(), Attr::String(String::new())));
+                    continue;
+                }
                 let attr = self.attr(a, &scopes, depth, &mut implicit).map_err(|e| match e {
                     Error::Node { .. } => e,
                     other => g.dag[ix].error(format!("attribute '{}': {other}", a.name.as_deref().unwrap_or(""))),
@@ -483,14 +485,7 @@ impl Builder<'_> {
                 T::Undefined
             }
         });
-        // ONNX string attributes are bytes. Text is decoded; a large binary payload (an
-        // EPContext node's embedded blob: 100 MB for ResNet-50, whose lossy decoding took a
-        // second) is left undecoded, and its readers take the bytes from the node's proto.
-        let s = |b: &Bytes| match std::str::from_utf8(b) {
-            Ok(t) => t.to_owned(),
-            Err(_) if b.len() > BINARY_ATTRIBUTE_BYTES => String::new(),
-            Err(_) => String::from_utf8_lossy(b).into_owned(),
-        };
+        let s = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
         let mut sub = |this: &mut Self, gp: &onnx::GraphProto| -> Result<Arc<Graph>> {
             let g = this.graph(gp, scopes, depth + 1)?;
             for v in &g.outer {

@@ -164,6 +164,25 @@ fn blob_path(model: &Model, name: &str) -> std::result::Result<PathBuf, String> 
     Ok(dir.join(rel))
 }
 
+/// True when a blob's `ep_sdk_version` names the loaded OpenVINO: the same full version, or
+/// a prefix of at least major and minor as ONNX Runtime's OpenVINO EP writes it (`2026.4`,
+/// `2026.4.1`).
+pub fn same_version(blob: &str, loaded: &str) -> bool {
+    blob == loaded
+        || (blob.contains('.')
+            && !blob.ends_with('.')
+            && !blob.contains('-')
+            && (loaded.starts_with(&format!("{blob}.")) || loaded.starts_with(&format!("{blob}-"))))
+}
+
+/// Compile properties a context may ask an import to use: OpenVINO's execution settings, never
+/// one that names a file or folder (a hostile model must not make OpenVINO write anywhere).
+pub fn importable_property(key: &str) -> bool {
+    !key.is_empty()
+        && key.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        && !["DIR", "PATH", "FILE", "LOG"].iter().any(|w| key.contains(w))
+}
+
 /// The error for a blob of another OpenVINO version.
 pub fn version_mismatch(n: &Node, blob: &str, loaded: &str) -> Error {
     n.error(format!(
@@ -175,6 +194,19 @@ pub fn version_mismatch(n: &Node, blob: &str, loaded: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn versions_match_in_full_or_as_ort_writes_them() {
+        let loaded = "2026.4.1-22982-e213a147257-releases/2026/4";
+        for v in [loaded, "2026.4", "2026.4.1"] {
+            assert!(same_version(v, loaded), "{v}");
+        }
+        for v in ["2026.3", "2026.4.2", "2026", "2026.", "", "2026.4.1-1"] {
+            assert!(!same_version(v, loaded), "{v}");
+        }
+        assert!(importable_property("INFERENCE_PRECISION_HINT"));
+        assert!(!importable_property("CACHE_DIR") && !importable_property("weights_path"));
+    }
 
     #[test]
     fn notes_round_trip_and_foreign_notes_are_ignored() {

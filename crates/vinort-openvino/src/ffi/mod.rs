@@ -126,6 +126,10 @@ pub fn core() -> OvResult<&'static Core> {
     .map_err(Clone::clone)
 }
 
+/// How many distinct `(device, properties)` import cores a process keeps (each is a whole
+/// OpenVINO core, kept for the process).
+const MAX_IMPORT_CORES: usize = 16;
+
 /// Cores that import blobs, one per device and property set (see [`import_with`]).
 type ImportCores = std::sync::Mutex<Vec<((String, Vec<(String, String)>), &'static Core)>>;
 static IMPORT_CORES: OnceLock<ImportCores> = OnceLock::new();
@@ -142,6 +146,16 @@ pub fn import_with(blob: &[u8], device: &str, props: &[(String, String)]) -> OvR
     let mut cores = cores.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let core = match cores.iter().find(|(k, _)| *k == key) {
         Some((_, c)) => *c,
+        None if cores.len() >= MAX_IMPORT_CORES => {
+            return Err(OvError::Call {
+                call: "import",
+                status: -1,
+                message: format!(
+                    "{MAX_IMPORT_CORES} distinct device/property sets have been imported with already; \
+                     vinort keeps no more import cores"
+                ),
+            });
+        }
         None => {
             let mut raw = ptr::null_mut();
             // SAFETY: raw is a valid out-parameter.

@@ -37,10 +37,12 @@ const FROM_MEMORY: &str = "compiled from memory, weights by address";
 const FROM_PARTITION_FILE: &str = "compiled from its partition file in cache_dir";
 
 /// Ops whose output OpenVINO may make the same tensor as an input (or leave as a view): a
-/// caller's buffer bound to such an output can stay unwritten (measured on OpenVINO 2026.4.1:
-/// Max/Sum of one input, Tile, Dropout, TopK indices), so I/O binding copies those outputs.
-/// Also every op that only moves or reshapes data, and an EPContext node (its last op is not
-/// known).
+/// caller's buffer bound to such an output is not written as the output (measured on OpenVINO
+/// 2026.4.1: Max/Sum of one input, Tile, Dropout, TopK indices; with Max of one input bound,
+/// the buffer came back holding bytes that were neither the input nor the caller's, and a
+/// tensor of vinort's own bound after it too), so I/O binding never binds those outputs and
+/// copies them. Also every op that only moves or reshapes data, and an EPContext node (its
+/// last op is not known).
 const FORWARDING: &[&str] = &[
     "Identity",
     "Dropout",
@@ -72,6 +74,63 @@ const FORWARDING: &[&str] = &[
     "Scan",
     "EPContext",
 ];
+
+/// A context partition whose blob's ports are in the node's order while the partition's
+/// boundary lists them in another.
+struct Reordered {
+    inner: Box<dyn CompiledPartition>,
+    /// Port `i` takes the partition's input `in_perm[i]`.
+    in_perm: Vec<usize>,
+    /// The partition's output `k` is port `out_perm[k]`.
+    out_perm: Vec<usize>,
+}
+
+impl Reordered {
+    fn reorder(&self, out: Vec<vinort_ir::Value>) -> Result<Vec<vinort_ir::Value>> {
+        let mut out: Vec<Option<vinort_ir::Value>> = out.into_iter().map(Some).collect();
+        self.out_perm
+            .iter()
+            .map(|p| out.get_mut(*p).and_then(Option::take).ok_or_else(|| Error::invalid("context port missing")))
+            .collect()
+    }
+
+    fn ported<'v>(&self, inputs: &[&'v vinort_ir::Value]) -> Result<smallvec::SmallVec<[&'v vinort_ir::Value; 8]>> {
+        self.in_perm
+            .iter()
+            .map(|i| inputs.get(*i).copied().ok_or_else(|| Error::invalid("context input missing")))
+            .collect()
+    }
+}
+
+impl CompiledPartition for Reordered {
+    fn run(&self, inputs: &[&vinort_ir::Value], ctx: &vinort_ir::RunContext) -> Result<Vec<vinort_ir::Value>> {
+        self.reorder(self.inner.run(&self.ported(inputs)?, ctx)?)
+    }
+
+    fn run_into(
+        &self,
+        inputs: &[&vinort_ir::Value],
+        into: &[Option<vinort_ir::OutputBuffer>],
+        ctx: &vinort_ir::RunContext,
+    ) -> Result<Vec<vinort_ir::Value>> {
+        let mut ported: Vec<Option<vinort_ir::OutputBuffer>> = vec![None; self.out_perm.len()];
+        for (k, p) in self.out_perm.iter().enumerate() {
+            ported[*p] = into.get(k).cloned().flatten();
+        }
+        self.reorder(self.inner.run_into(&self.ported(inputs)?, &ported, ctx)?)
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    fn export_context(&self) -> Option<Result<vinort_ir::ContextBlob>> {
+        // Its blob's ports are in the old node's order, which a saved node would not keep.
+        Some(Err(Error::unsupported(
+            "this context partition's ports were reordered when it was loaded; compile the source model to save a context",
+        )))
+    }
+}
 
 /// What every strategy needs about one partition.
 struct Job<'a> {
@@ -156,17 +215,34 @@ impl OpenVinoProvider {
         };
         let n = g.node(ix);
         let c = crate::context::read(model, n)?;
-        if c.sdk_version != started.version {
+        if !crate::context::same_version(&c.sdk_version, &started.version) {
             return Err(crate::context::version_mismatch(n, &c.sdk_version, &started.version));
         }
-        let runtime_inputs: Vec<vinort_ir::ValueId> =
-            n.inputs.iter().flatten().copied().filter(|v| g.initializer(*v).is_none()).collect();
-        let outputs: Vec<vinort_ir::ValueId> = n.outputs.iter().flatten().copied().collect();
-        if runtime_inputs != part.inputs || outputs != part.outputs {
-            return Err(n.error("EPContext node's inputs and outputs must be distinct values, none an initializer"));
+        // The blob's ports follow the node's inputs and outputs; the partition's boundary may
+        // list them in another order: mapped by value.
+        let node_inputs: Vec<vinort_ir::ValueId> = n.inputs.iter().flatten().copied().collect();
+        let node_outputs: Vec<vinort_ir::ValueId> = n.outputs.iter().flatten().copied().collect();
+        let position = |list: &[vinort_ir::ValueId], v: &vinort_ir::ValueId| list.iter().position(|x| x == v);
+        let in_perm: Option<Vec<usize>> = node_inputs.iter().map(|v| position(&part.inputs, v)).collect();
+        let out_perm: Option<Vec<usize>> = part.outputs.iter().map(|v| position(&node_outputs, v)).collect();
+        let (Some(in_perm), Some(out_perm)) = (in_perm, out_perm) else {
+            return Err(n.error(
+                "EPContext node's inputs must be run-time values (no initializer) and its outputs the values it makes",
+            ));
+        };
+        if node_inputs.len() != part.inputs.len() || node_outputs.len() != part.outputs.len() {
+            return Err(n.error("EPContext node names one value twice among its inputs or outputs"));
         }
         let (device, props) = match &c.recorded {
-            Some(r) => (r.device.clone(), r.properties.clone()),
+            Some(r) => {
+                if let Some((k, _)) = r.properties.iter().find(|(k, _)| !crate::context::importable_property(k)) {
+                    return Err(n.error(format!(
+                        "its notes ask for property {k}, which vinort never imports with (it names a file or folder, \
+                         or is not an OpenVINO property name)"
+                    )));
+                }
+                (r.device.clone(), r.properties.clone())
+            }
             None => (
                 started.resolved.device.clone(),
                 self.compile_props(started).into_iter().filter(|(k, _)| k != "CACHE_DIR").collect(),
@@ -181,13 +257,15 @@ impl OpenVinoProvider {
         let compiled = ffi::import_with(&c.blob, &device, &props).map_err(|e| {
             n.error(format!("OpenVINO could not import its blob ({}): {}", c.origin, super::first_line(&e.to_string())))
         })?;
+        // The blob's own boundary: the node's order.
+        let ported = PartitionDef { inputs: node_inputs, outputs: node_outputs, ..part.clone() };
         let job = Job {
             core: ffi::core().map_err(to_ir_error)?,
             started,
             model,
-            part,
+            part: &ported,
             props,
-            input_names: part.inputs.iter().map(|v| g.value(*v).name.as_str()).collect(),
+            input_names: ported.inputs.iter().map(|v| g.value(*v).name.as_str()).collect(),
             edits_inputs: false,
         };
         let how = format!("imported from its EPContext blob ({}), no compile", c.origin);
@@ -195,12 +273,20 @@ impl OpenVinoProvider {
         // buffer (its weights), so the buffer lives as long as the partition. (Measured: a
         // blob file's bytes dropped after the import gave outputs off by 0.12.)
         let blob = vinort_ir::Tensor::from_shared_bytes(vinort_ir::DType::U8, &[c.blob.len()], c.blob.clone())?;
-        match self.finish(&job, None, compiled, &how, vec![blob]) {
-            Err(Error::RefusedAtCompile(why)) => Err(
-                n.error(format!("its blob does not match the node: {}", why.first().map_or("", |(_, w)| w.as_str())))
-            ),
-            other => other,
+        let inner = match self.finish(&job, None, compiled, &how, vec![blob]) {
+            Err(Error::RefusedAtCompile(why)) => {
+                return Err(n.error(format!(
+                    "its blob does not match the node: {}",
+                    why.first().map_or("", |(_, w)| w.as_str())
+                )));
+            }
+            other => other?,
+        };
+        let identity = |p: &[usize]| p.iter().enumerate().all(|(i, j)| i == *j);
+        if identity(&in_perm) && identity(&out_perm) {
+            return Ok(inner);
         }
+        Ok(Box::new(Reordered { inner, in_perm, out_perm }))
     }
 
     /// Serializes the partition (weights by address), applies `reshape_input` and `layout`,

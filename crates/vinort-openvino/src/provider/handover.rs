@@ -128,6 +128,7 @@ impl Compiled {
         for j in 0..self.outputs.len() {
             let fits = |b: &&OutputBuffer| {
                 self.bindable[j]
+                    && b.len > 0
                     && self.outputs[j].dtype == Some(b.dtype)
                     && self.static_outputs[j].as_ref().is_some_and(|s| *s == b.shape)
                     && b.len == b.shape.iter().product::<usize>() * b.dtype.size()

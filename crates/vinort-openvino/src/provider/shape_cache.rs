@@ -162,7 +162,7 @@ mod tests {
         });
         assert!(got.iter().all(|g| *g == Ok(10)), "{got:?}");
         assert_eq!(made.load(Ordering::SeqCst), 1, "concurrent askers of one key must share one make");
-        // Other keys are made while one is being made (no global lock held while making).
+        // Two more keys, asked from two threads.
         std::thread::scope(|s| {
             let a = s.spawn(|| cache.get(&2, || make(20)));
             let b = s.spawn(|| cache.get(&3, || make(30)));

@@ -3,7 +3,7 @@
 //! A run with a stop flag or a deadline registers its request for the time `infer` runs. The
 //! watcher sleeps while nothing is registered, and otherwise looks every [`POLL`] at each
 //! registered run's [`RunContext::stop_requested`]; a run that must stop gets its request
-//! cancelled (once). Registration and cancellation share one lock, so a request is never
+//! cancelled, again on every look until it deregisters. Registration and cancellation share one lock, so a request is never
 //! cancelled after its run has deregistered (and the request may be reused or freed).
 
 use std::sync::{Condvar, Mutex, OnceLock};
@@ -57,12 +57,16 @@ impl Watcher {
             while reg.entries.is_empty() {
                 reg = self.wake.wait(reg).unwrap_or_else(std::sync::PoisonError::into_inner);
             }
-            for e in reg.entries.iter_mut().filter(|e| e.stopped.is_none()) {
-                if let Some(r) = e.ctx.stop_requested() {
+            for e in reg.entries.iter_mut() {
+                // Cancelled again on every look until the run deregisters: a cancel that
+                // arrives before OpenVINO has marked the request busy is ignored by it.
+                if let Some(r) = e.stopped.or_else(|| e.ctx.stop_requested()) {
                     // SAFETY: the entry is registered, so its run is inside `infer` and its
                     // request alive; deregistering takes this lock, which is held.
                     let outcome = unsafe { e.canceller.cancel() };
-                    tracing::debug!(reason = %r, ok = outcome.is_ok(), tag = e.ctx.tag(), "cancelling an OpenVINO request");
+                    if e.stopped.is_none() {
+                        tracing::debug!(reason = %r, ok = outcome.is_ok(), tag = e.ctx.tag(), "cancelling an OpenVINO request");
+                    }
                     e.stopped = Some(r);
                 }
             }
