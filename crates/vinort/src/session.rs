@@ -989,16 +989,17 @@ impl Session {
         if !binding.session.shares_with(self) {
             return Err(Error::Config("the binding was made by another session".into()));
         }
+        // A failed run leaves no result of an earlier one behind.
+        binding.results.iter_mut().for_each(|r| *r = None);
+        binding.in_place.iter_mut().for_each(|p| *p = false);
         let given: SmallVec<[Option<Value>; 8]> = binding.inputs.iter().cloned().collect();
         let into: SmallVec<[Option<OutputBuffer>; 4]> = binding.outputs.iter().cloned().collect();
         let values = self.execute(given, &options.context(), &into)?;
         for (k, v) in values.into_iter().enumerate() {
-            binding.in_place[k] = false;
             let Some(b) = &binding.outputs[k] else {
                 binding.results[k] = Some(v.detach_borrowed());
                 continue;
             };
-            binding.results[k] = None;
             let name = &self.inner.outputs[k].name;
             let t = v.as_tensor().map_err(|_| Error::Config(format!("output '{name}' is not a tensor")))?;
             if t.dtype() != b.dtype || t.shape() != b.shape.as_slice() {
