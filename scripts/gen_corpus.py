@@ -819,7 +819,7 @@ def fill(tmp: Path) -> int:
 
 def main(argv: list[str]) -> int:
     sources = [Path(__file__).resolve(), Path(common.__file__).resolve()]
-    sources += [REPO / "models" / m for m in ("generate.py", "generate_bench.py")]
+    sources += [REPO / "models" / m for m in ("generate.py", "generate_bench.py", "exact_int8.py")]
     return common.generator_main(argv, __doc__, "the corpus of model forms", sources, fill, packages=PACKAGES)
 
 
