@@ -20,6 +20,14 @@
 //!
 //! vinort's loader refuses a model whose own external data names the marker (it is no file in
 //! the model's folder), so only vinort's serializer ever writes it.
+//!
+//! With `fold_int8_weights` ([`partition_model_with`]), each `DequantizeLinear` of a constant
+//! int8 weight is replaced by its f32 result, an initializer: OpenVINO then has no int8 weight
+//! to run an int8 convolution or matrix product on. On x86 CPUs without VNNI its CPU plugin
+//! multiplies uint8 activations by int8 weights with `vpmaddubsw`, which adds two products into
+//! a saturating int16 (255·127·2 does not fit), so a QDQ model's int8 products come out wrong
+//! there: measured on an AVX2-only CPU, mobilenetv2_qdq_per_channel_u8s8 was off by 0.24 (its
+//! outputs span ±10; onnxruntime's unfused reference) and by 0.053 with the weights folded.
 
 use prost::Message;
 use vinort_ir::proto::onnx;
@@ -81,11 +89,33 @@ pub fn partition_model(
     outputs: &[ValueId],
     weights: Weights,
 ) -> Result<Serialized> {
+    partition_model_with(model, nodes, inputs, outputs, weights, false)
+}
+
+/// [`partition_model`], and with `fold_int8_weights` every `DequantizeLinear` of a constant
+/// int8 weight replaced by its f32 value (see the module doc).
+pub fn partition_model_with(
+    model: &Model,
+    nodes: &[NodeIndex],
+    inputs: &[ValueId],
+    outputs: &[ValueId],
+    weights: Weights,
+    fold_int8_weights: bool,
+) -> Result<Serialized> {
     let g = &model.graph;
     let mut node_protos = Vec::with_capacity(nodes.len());
     let mut inits: Vec<ValueId> = vec![];
+    let mut folded: Vec<(ValueId, vinort_ir::Tensor)> = vec![];
     for &ix in nodes {
         let n = g.node(ix);
+        if fold_int8_weights
+            && let Some(t) = dequantized_weight(model, ix)?
+            && let Some(Some(out)) = n.outputs.first()
+            && !outputs.contains(out)
+        {
+            folded.push((*out, t));
+            continue;
+        }
         let proto = n.proto.as_ref().ok_or_else(|| n.error("node has no original proto to serialize"))?;
         node_protos.push((**proto).clone());
         for v in n.inputs.iter().flatten().chain(&n.implicit_inputs) {
@@ -115,20 +145,20 @@ pub fn partition_model(
         Ok(onnx::ValueInfoProto { name: Some(info.name.clone()), r#type: ty, ..Default::default() })
     };
     let mut kept = vec![];
+    let mut add = |name: &str, t: &vinort_ir::Tensor| {
+        let (proto, by_address) = initializer(name, t, weights);
+        if by_address {
+            kept.push(t.clone());
+        }
+        proto
+    };
+    let mut initializer_protos: Vec<onnx::TensorProto> =
+        inits.iter().filter_map(|v| Some(add(&g.value(*v).name, g.initializer(*v)?))).collect();
+    initializer_protos.extend(folded.iter().map(|(v, t)| add(&g.value(*v).name, t)));
     let graph = onnx::GraphProto {
         name: Some("vinort_partition".into()),
         node: node_protos,
-        initializer: inits
-            .iter()
-            .filter_map(|v| {
-                let t = g.initializer(*v)?;
-                let (proto, by_address) = initializer(&g.value(*v).name, t, weights);
-                if by_address {
-                    kept.push(t.clone());
-                }
-                Some(proto)
-            })
-            .collect(),
+        initializer: initializer_protos,
         input: inputs.iter().map(|v| vi(*v, true)).collect::<Result<_>>()?,
         output: outputs.iter().map(|v| vi(*v, false)).collect::<Result<_>>()?,
         ..Default::default()
@@ -145,6 +175,91 @@ pub fn partition_model(
         ..Default::default()
     };
     Ok(Serialized { bytes: m.encode_to_vec(), by_address: kept })
+}
+
+/// Whether any of `nodes` is a `DequantizeLinear` of a constant int8 tensor, which
+/// [`partition_model_with`] folds when asked to.
+pub fn dequantizes_int8_weights(model: &Model, nodes: &[NodeIndex]) -> bool {
+    let g = &model.graph;
+    nodes.iter().map(|ix| g.node(*ix)).any(|n| {
+        n.op_type == "DequantizeLinear"
+            && matches!(n.domain.as_str(), "" | "ai.onnx")
+            && n.inputs
+                .first()
+                .copied()
+                .flatten()
+                .and_then(|v| g.initializer(v))
+                .is_some_and(|x| x.dtype() == vinort_ir::DType::I8)
+    })
+}
+
+/// Whether this CPU multiplies int8 exactly in OpenVINO's CPU plugin: it has VNNI (AVX-512
+/// VNNI or AVX-VNNI), so uint8 × int8 products need no saturating int16 step. Always true off
+/// x86-64, where the `vpmaddubsw` problem does not arise.
+pub fn cpu_has_exact_int8() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512vnni") || std::arch::is_x86_feature_detected!("avxvnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        true
+    }
+}
+
+/// The f32 value of a `DequantizeLinear` node of a constant int8 weight with an f32 scale
+/// (per tensor or per axis; not blocked), or `None` when the node is not one.
+fn dequantized_weight(model: &Model, ix: NodeIndex) -> Result<Option<vinort_ir::Tensor>> {
+    use vinort_ir::DType;
+    let g = &model.graph;
+    let n = g.node(ix);
+    if n.op_type != "DequantizeLinear" || !matches!(n.domain.as_str(), "" | "ai.onnx") {
+        return Ok(None);
+    }
+    let constant = |i: usize| n.inputs.get(i).copied().flatten().and_then(|v| g.initializer(v));
+    let (Some(x), Some(scale)) = (constant(0), constant(1)) else { return Ok(None) };
+    let zero = match n.inputs.get(2).copied().flatten() {
+        None => None,
+        Some(v) => match g.initializer(v) {
+            Some(z) if z.dtype() == DType::I8 => Some(z),
+            _ => return Ok(None),
+        },
+    };
+    if x.dtype() != DType::I8 || scale.dtype() != DType::F32 || n.attr_or::<i64>("block_size", 0)? != 0 {
+        return Ok(None);
+    }
+    let shape = x.shape();
+    // A scale inside the model file's mapping may sit at any offset.
+    let scale = scale.to_aligned();
+    let (xs, ss) = (x.as_slice::<i8>()?, scale.as_slice::<f32>()?);
+    let zs = zero.map(|z| z.as_slice::<i8>()).transpose()?;
+    // Per tensor: one scale (rank 0 or [1]); per axis: one per index along `axis`.
+    let per_tensor = ss.len() == 1 && scale.shape().len() <= 1;
+    let (len, inner) = if per_tensor {
+        (1, 1)
+    } else {
+        let rank = shape.len() as i64;
+        let axis = n.attr_or::<i64>("axis", 1)?;
+        let axis = if axis < 0 { axis + rank } else { axis };
+        if scale.shape().len() != 1 || !(0..rank).contains(&axis) || shape[axis as usize] != ss.len() {
+            return Ok(None);
+        }
+        (ss.len(), shape[axis as usize + 1..].iter().product::<usize>())
+    };
+    if zs.is_some_and(|z| z.len() != ss.len()) {
+        return Ok(None);
+    }
+    let y: Vec<f32> = xs
+        .iter()
+        .enumerate()
+        .map(|(i, &q)| {
+            let k = if per_tensor { 0 } else { (i / inner) % len };
+            let z = zs.map_or(0, |z| i32::from(z[k]));
+            // ONNX: (x - zero_point) * scale, the difference exact in f32.
+            (i32::from(q) - z) as f32 * ss[k]
+        })
+        .collect();
+    Ok(Some(vinort_ir::Tensor::from_vec(shape, y)?))
 }
 
 /// Below this many bytes a weight is inlined even by address: small constants (shapes, scales,
@@ -250,5 +365,54 @@ mod weight_tests {
 
         let s = partition_model(&m, g.topo_order(), &[id("x")], &[id("y")], Weights::Inline).unwrap();
         assert!(s.bytes.len() > n * 4 && s.by_address.is_empty(), "inline carries every weight");
+    }
+
+    /// A per-axis DequantizeLinear of an int8 weight (axis 0, as a conv's weights are) folds to
+    /// `(w - zp[k]) * scale[k]` along that axis, computed here by hand; the node and its int8
+    /// inputs leave the partition, and the f32 weight is handed over like any other.
+    #[test]
+    fn int8_weight_dequantize_folds_to_its_f32_value() {
+        use vinort_ir::proto::build::{attr, fixed_tensor_info as vi, node};
+        // w: [2, 3] int8 with per-row scales and zero points; y = x * dq(w), x broadcast [3].
+        let w: [i8; 6] = [-128, 0, 127, 5, -7, 100];
+        let (scale, zp) = ([0.5f32, 0.25], [3i8, -2]);
+        let dq = onnx::NodeProto {
+            attribute: vec![attr::int("axis", 0)],
+            ..node("DequantizeLinear", "dq", &["w", "s", "z"], &["wf"])
+        };
+        let graph = onnx::GraphProto {
+            name: Some("g".into()),
+            node: vec![dq, node("Mul", "mul", &["x", "wf"], &["y"])],
+            input: vec![vi("x", 1, &[3])],
+            output: vec![vi("y", 1, &[2, 3])],
+            initializer: vec![
+                tensor_to_proto("w", &Tensor::from_slice(&[2, 3], &w).unwrap()),
+                tensor_to_proto("s", &Tensor::from_slice(&[2], &scale).unwrap()),
+                tensor_to_proto("z", &Tensor::from_slice(&[2], &zp).unwrap()),
+            ],
+            ..Default::default()
+        };
+        let proto = vinort_ir::proto::build::model(9, &[("", 21)], graph);
+        let m = Model::from_bytes(proto.encode_to_vec()).unwrap();
+        let g = &m.graph;
+        let id = |s: &str| g.value_id(s).unwrap();
+        assert!(dequantizes_int8_weights(&m, g.topo_order()));
+
+        let s = partition_model_with(&m, g.topo_order(), &[id("x")], &[id("y")], Weights::Inline, true).unwrap();
+        let part = onnx::ModelProto::decode(s.bytes.as_slice()).unwrap().graph.unwrap();
+        let ops: Vec<_> = part.node.iter().map(|n| n.op_type.clone().unwrap_or_default()).collect();
+        assert_eq!(ops, ["Mul"]);
+        let names: Vec<_> = part.initializer.iter().map(|t| t.name.clone().unwrap_or_default()).collect();
+        assert_eq!(names, ["wf"], "only the folded weight is left");
+        let wf = &part.initializer[0];
+        assert_eq!((wf.dims.as_slice(), wf.data_type), (&[2i64, 3][..], Some(1)));
+        let raw = wf.raw_data.as_deref().unwrap();
+        let got: Vec<f32> = raw.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+        assert_eq!(got, [-65.5f32, -1.5, 62.0, 1.75, -1.25, 25.5]);
+
+        // Unasked, or for a float weight, nothing changes.
+        let s = partition_model_with(&m, g.topo_order(), &[id("x")], &[id("y")], Weights::Inline, false).unwrap();
+        let part = onnx::ModelProto::decode(s.bytes.as_slice()).unwrap().graph.unwrap();
+        assert_eq!(part.node.len(), 2);
     }
 }

@@ -27,7 +27,7 @@ use super::partition::{Compiled, OvPartition};
 use super::shape_cache::{PerShape, SHAPE_CACHE, SingleFlight};
 use super::{OpenVinoProvider, Started, first_line};
 use crate::error::to_ir_error;
-use crate::export::{Weights, partition_model};
+use crate::export::{Weights, partition_model_with};
 use crate::ffi::{self, CompiledModel, Core, OvModel};
 use crate::probe;
 
@@ -143,6 +143,10 @@ struct Job<'a> {
     /// `reshape_input`, `layout` or `disable_dynamic_shapes` change the read model before it
     /// compiles, which only the in-memory strategy can do.
     edits_inputs: bool,
+    /// Int8 weights are dequantized before OpenVINO sees them: its CPU plugin would run their
+    /// products with saturation on this CPU (crate::export's module doc). The model file is
+    /// then never compiled as it is.
+    fold_int8_weights: bool,
 }
 
 /// What a failed compile does.
@@ -179,6 +183,9 @@ impl OpenVinoProvider {
             props: self.compile_props(started),
             input_names,
             edits_inputs,
+            fold_int8_weights: started.resolved.device.contains("CPU")
+                && !crate::export::cpu_has_exact_int8()
+                && crate::export::dequantizes_int8_weights(model, &part.nodes),
         };
         let file_tried = match whole_file(&job) {
             Some(Ok(compiled)) => return self.finish(&job, None, compiled, FROM_FILE, vec![]),
@@ -191,8 +198,13 @@ impl OpenVinoProvider {
             }
             None => false,
         };
+        // The plan says when int8 weights were dequantized, and why.
+        let folded = |how: &str| match job.fold_int8_weights {
+            true => format!("{how}; int8 weights dequantized to f32 (no VNNI: OpenVINO's int8 products saturate)"),
+            false => how.to_owned(),
+        };
         if let Some(compiled) = partition_file(&job) {
-            return self.finish(&job, None, compiled, FROM_PARTITION_FILE, vec![]);
+            return self.finish(&job, None, compiled, &folded(FROM_PARTITION_FILE), vec![]);
         }
         let done = self.in_memory(&job, on_failure, !file_tried)?;
         let how = match (done.from_file, part.whole_graph) {
@@ -200,7 +212,8 @@ impl OpenVinoProvider {
             (false, true) => FROM_MEMORY,
             (false, false) => FROM_SERIALIZED,
         };
-        self.finish(&job, Some(done.template), done.compiled, how, done.weights)
+        let how = if done.from_file { how.to_owned() } else { folded(how) };
+        self.finish(&job, Some(done.template), done.compiled, &how, done.weights)
     }
 
     /// An EPContext node's partition: its blob imported with the device and properties it was
@@ -267,6 +280,8 @@ impl OpenVinoProvider {
             props,
             input_names: ported.inputs.iter().map(|v| g.value(*v).name.as_str()).collect(),
             edits_inputs: false,
+            // Nothing is serialized: the blob is what it is.
+            fold_int8_weights: false,
         };
         let how = format!("imported from its EPContext blob ({}), no compile", c.origin);
         // OpenVINO imports from memory in place: the compiled model keeps reading the blob's
@@ -298,8 +313,15 @@ impl OpenVinoProvider {
             let (mut m, weights) = match file {
                 Some(path) => (core.read_model_from_file(path).map_err(Failed::ov)?, vec![]),
                 None => {
-                    let s = partition_model(model, &part.nodes, &part.inputs, &part.outputs, Weights::ByAddress)
-                        .map_err(|e| Failed::Nodes(e.to_string()))?;
+                    let s = partition_model_with(
+                        model,
+                        &part.nodes,
+                        &part.inputs,
+                        &part.outputs,
+                        Weights::ByAddress,
+                        job.fold_int8_weights,
+                    )
+                    .map_err(|e| Failed::Nodes(e.to_string()))?;
                     (core.read_model_from_memory(&s.bytes).map_err(Failed::ov)?, s.by_address)
                 }
             };
@@ -326,7 +348,7 @@ impl OpenVinoProvider {
             let compiled = core.compile(&m, &job.started.resolved.device, &job.props).map_err(Failed::ov)?;
             Ok(InMemory { template: m, compiled, from_file: file.is_some(), weights })
         };
-        let file = match (&model.path, part.whole_graph && file_fallback) {
+        let file = match (&model.path, part.whole_graph && file_fallback && !job.fold_int8_weights) {
             (Some(path), true) => Some(path.as_path()),
             _ => None,
         };
@@ -456,7 +478,9 @@ impl OpenVinoProvider {
 /// compiling. `None` when the strategy does not apply; else the compile's outcome.
 fn whole_file(job: &Job) -> Option<std::result::Result<CompiledModel, String>> {
     let cache = job.props.iter().any(|(k, _)| k == "CACHE_DIR");
-    let (Some(path), true, false, true) = (&job.model.path, job.part.whole_graph, job.edits_inputs, cache) else {
+    let (Some(path), true, false, true, false) =
+        (&job.model.path, job.part.whole_graph, job.edits_inputs, cache, job.fold_int8_weights)
+    else {
         return None;
     };
     Some(job.core.compile_from_file(path, &job.started.resolved.device, &job.props).map_err(|e| {
@@ -472,13 +496,25 @@ fn partition_file(job: &Job) -> Option<CompiledModel> {
         (Some((_, dir)), false, false) => dir,
         _ => return None,
     };
+    // Whether int8 weights were folded changes the file: part of its key.
+    let mut keyed = job.props.clone();
+    if job.fold_int8_weights {
+        keyed.push(("vinort: int8 weights dequantized".into(), "1".into()));
+    }
     let entry =
-        crate::partition_cache::entry(Path::new(dir), job.model, job.part, &s.resolved.device, &s.version, &job.props)?;
+        crate::partition_cache::entry(Path::new(dir), job.model, job.part, &s.resolved.device, &s.version, &keyed)?;
     let (model, part) = (job.model, job.part);
     let written = entry.is_file()
         || crate::partition_cache::store(&entry, |tmp| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             // Read by later processes: weights inline, never by address.
-            let s = partition_model(model, &part.nodes, &part.inputs, &part.outputs, Weights::Inline)?;
+            let s = partition_model_with(
+                model,
+                &part.nodes,
+                &part.inputs,
+                &part.outputs,
+                Weights::Inline,
+                job.fold_int8_weights,
+            )?;
             Ok(std::fs::write(tmp, s.bytes)?)
         })
         .map_err(|e| tracing::warn!(entry = %entry.display(), error = %e, "could not write the partition file"))
