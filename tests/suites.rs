@@ -39,17 +39,20 @@ struct Suite {
 /// What a bare failure message cannot say, measured and prefixed to the recorded reason by
 /// `update`: `(case, list, explanation)`. An entry whose case/list passes makes `update` fail,
 /// so the notes cannot go stale.
-const NOTES: &[(&str, &str, &str)] = &[
-    ("ddddocr_common_old", "cpu", TIES),
-    ("ddddocr_common_old", "openvino-fp32,cpu", TIES),
-    (
-        "light_squeezenet",
-        "openvino-fp32,cpu",
-        "ill-conditioned: every logit is 9.47568538e9 in onnxruntime (all weights equal), OpenVINO's \
-         summation order gives 9.4756864e9..9.47568947e9 (3 ulps apart, 8 of 1000 at the max), so \
-         Softmax puts 0.125 on 8 classes instead of 0.001 on all; native OpenVINO 2026.4.1 does the same",
-    ),
-];
+const NOTES: &[(&str, &str, &str)] =
+    &[("ddddocr_common_old", "cpu", TIES), ("ddddocr_common_old", "openvino-fp32,cpu", TIES)];
+
+/// Cases whose pass or fail depends on the CPU (its vector width decides a summation order
+/// that an ill-conditioned case is sensitive to): recorded as `unstable`, which accepts either
+/// outcome (an error is still a regression). `(case, list, explanation)`.
+const UNSTABLE: &[(&str, &str, &str)] = &[(
+    "light_squeezenet",
+    "openvino-fp32,cpu",
+    "ill-conditioned: every logit is 9.47568538e9 in onnxruntime (all weights equal); with AVX-512, \
+     OpenVINO's summation order gives 9.4756864e9..9.47568947e9 (3 ulps apart, 8 of 1000 at the max), so \
+     Softmax puts 0.125 on 8 classes instead of 0.001 on all (native OpenVINO 2026.4.1 does the same); \
+     on an AVX2-only CPU (measured: AMD EPYC without AVX-512) the case passes",
+)];
 
 /// Why ddddocr's dynamically quantized CRNN cannot be compared element by element.
 const TIES: &str = "ties: its 22 DynamicQuantizeLinear nodes pick scales from the data, and an activation at an \
@@ -328,6 +331,13 @@ fn update() {
             doc.push_str(&format!("- {}\n", line.replace("\n  ", "\n  - ")));
             for o in &outcomes {
                 let (word, msg) = common::status_word(&o.status);
+                if let Some((_, _, why)) = UNSTABLE.iter().find(|(c, l, _)| *c == o.name && *l == list)
+                    && matches!(word, "pass" | "fail")
+                {
+                    tsv.push_str(&format!("{}\t{list}\tunstable\t{why}\n", o.name));
+                    failures.push_str(&format!("| {} | {} | {list} | unstable | {why} |\n", suite.name, o.name));
+                    continue;
+                }
                 if word == "pass" {
                     continue;
                 }

@@ -196,6 +196,8 @@ pub fn check_expected(
         let (word, msg) = status_word(&o.status);
         match (expected.get(&(o.name.clone(), list.to_owned())), word) {
             (None, "pass") => {}
+            // The outcome depends on the CPU (tests/suites.rs, UNSTABLE): either is expected.
+            (Some((want, _)), "pass" | "fail") if want == "unstable" => {}
             (None, _) => {
                 regressions.push(format!("{} [{list}]: expected pass, got {word}: {}", o.name, first_line(&msg)))
             }
