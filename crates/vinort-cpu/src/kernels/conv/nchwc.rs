@@ -26,8 +26,11 @@
 //! and zero bias make of the tail (for a HardSigmoid, 0.5), never read as results: a conv
 //! multiplies only the first C input lanes and a reorder back copies only C channels.
 //!
-//! AVX-512 only: the layout pass runs only where [`available`] says so, and the NCHW kernels
-//! serve every other CPU.
+//! Two kernel sets over the same layout ([`Tiles`]): AVX-512, where a block is one register,
+//! and AVX2 with FMA, where a block is two and the tiles are smaller (16 registers instead of
+//! 32: a regular tile is one output block × up to 6 pixels, a wider tile runs as several). The
+//! layout pass runs only where [`available`] says so, and the NCHW kernels serve every other
+//! CPU.
 
 use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
@@ -44,17 +47,38 @@ pub(crate) const BLOCK: usize = 16;
 /// `MaxPool`).
 pub(crate) const DOMAIN: &str = "vinort.nchwc";
 
-/// True when this CPU runs the NCHWc kernels (AVX-512F).
-pub(crate) fn available() -> bool {
+/// The kernel set that runs the layout's tiles on this CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Tiles {
+    /// AVX-512F: a block is one zmm register.
+    Avx512,
+    /// AVX2 and FMA: a block is two ymm registers.
+    Avx2,
+}
+
+/// The best kernel set of this CPU, if it has one (`is_x86_feature_detected!` caches).
+pub(crate) fn tiles() -> Option<Tiles> {
     #[cfg(target_arch = "x86_64")]
     {
-        std::is_x86_feature_detected!("avx512f")
+        if std::is_x86_feature_detected!("avx512f") {
+            return Some(Tiles::Avx512);
+        }
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            return Some(Tiles::Avx2);
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    None
 }
+
+/// True when this CPU runs the NCHWc kernels (AVX-512F, or AVX2 with FMA).
+pub(crate) fn available() -> bool {
+    tiles().is_some()
+}
+
+/// Pixels per AVX2 tile: 2·6 accumulators, 2 weight registers and a broadcast fill 15 of the
+/// 16 ymm registers.
+#[cfg(target_arch = "x86_64")]
+const AVX2_PIXELS: usize = 6;
 
 /// Blocks holding `c` channels.
 pub(crate) fn blocks(c: usize) -> usize {
@@ -64,7 +88,7 @@ pub(crate) fn blocks(c: usize) -> usize {
 /// Builds the kernel of one of the layout's ops.
 pub(crate) fn factory(info: &NodeInfo<'_>, epi: Epilogue) -> Result<Box<dyn Kernel>> {
     if !available() {
-        return Err(Error::unsupported("NCHWc kernels need AVX-512F"));
+        return Err(Error::unsupported("NCHWc kernels need AVX-512F, or AVX2 with FMA"));
     }
     let node = info.node;
     match node.op_type.as_str() {
@@ -669,11 +693,12 @@ pub(crate) struct RegularTile<'a> {
 }
 
 /// Picks the tile of `nob` output blocks × `r` pixels; `masks` say which lanes of each
-/// block are stored (and read from `z`).
+/// block are stored (and read from `z`). With AVX2 the work runs as tiles of one block × at
+/// most [`AVX2_PIXELS`] pixels.
 ///
 /// # Safety
 ///
-/// As [`x86::regular_tile`], and the CPU has AVX-512F.
+/// As [`x86::regular_tile`], and [`available`] is true.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn regular_tile_dispatch(
     c: &RegularTile<'_>,
@@ -688,6 +713,31 @@ pub(crate) unsafe fn regular_tile_dispatch(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
+        if tiles() == Some(Tiles::Avx2) {
+            for o in 0..nob.min(2) {
+                let mut s = 0;
+                while s < r {
+                    let rr = (r - s).min(AVX2_PIXELS);
+                    // SAFETY: pixels s .. s + rr of block o are a part of the caller's tile:
+                    // the input at x + s·px on, the weights and bias of block o, and the
+                    // outputs (and z) at s·ys on, inside what the contract covers.
+                    unsafe {
+                        let (xs, wo, bo) = (x.add(s * c.px), w.add(o * c.wob), b.add(o * BLOCK));
+                        let (ys, zs) = (y[o].add(s * c.ys), z.map(|z| z[o].add(s * c.ys)));
+                        match rr {
+                            1 => x86::regular_tile_avx2::<1>(c, xs, wo, bo, ys, zs, masks[o]),
+                            2 => x86::regular_tile_avx2::<2>(c, xs, wo, bo, ys, zs, masks[o]),
+                            3 => x86::regular_tile_avx2::<3>(c, xs, wo, bo, ys, zs, masks[o]),
+                            4 => x86::regular_tile_avx2::<4>(c, xs, wo, bo, ys, zs, masks[o]),
+                            5 => x86::regular_tile_avx2::<5>(c, xs, wo, bo, ys, zs, masks[o]),
+                            _ => x86::regular_tile_avx2::<6>(c, xs, wo, bo, ys, zs, masks[o]),
+                        }
+                    }
+                    s += rr;
+                }
+            }
+            return;
+        }
         macro_rules! pick {
             ($($r:literal)*) => {
                 match (nob, r) {
@@ -708,11 +758,11 @@ pub(crate) unsafe fn regular_tile_dispatch(
     }
 }
 
-/// Picks the depthwise tile of `r` pixels.
+/// Picks the depthwise tile of `r` pixels (with AVX2, tiles of at most [`AVX2_PIXELS`]).
 ///
 /// # Safety
 ///
-/// As [`x86::depthwise_tile`], and the CPU has AVX-512F.
+/// As [`x86::depthwise_tile`], and [`available`] is true.
 #[allow(clippy::too_many_arguments)]
 unsafe fn depthwise_tile_dispatch(
     taps: &[(usize, usize)],
@@ -727,6 +777,27 @@ unsafe fn depthwise_tile_dispatch(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
+        if tiles() == Some(Tiles::Avx2) {
+            let mut s = 0;
+            while s < r {
+                let rr = (r - s).min(AVX2_PIXELS);
+                // SAFETY: pixels s .. s + rr are a part of the caller's tile: the input at
+                // x + s·px on, the outputs (and z) at s·16 on.
+                unsafe {
+                    let (xs, ys, zs) = (x.add(s * px), y.add(s * BLOCK), z.map(|z| z.add(s * BLOCK)));
+                    match rr {
+                        1 => x86::depthwise_tile_avx2::<1>(taps, px, xs, w, b, ys, zs, clamp),
+                        2 => x86::depthwise_tile_avx2::<2>(taps, px, xs, w, b, ys, zs, clamp),
+                        3 => x86::depthwise_tile_avx2::<3>(taps, px, xs, w, b, ys, zs, clamp),
+                        4 => x86::depthwise_tile_avx2::<4>(taps, px, xs, w, b, ys, zs, clamp),
+                        5 => x86::depthwise_tile_avx2::<5>(taps, px, xs, w, b, ys, zs, clamp),
+                        _ => x86::depthwise_tile_avx2::<6>(taps, px, xs, w, b, ys, zs, clamp),
+                    }
+                }
+                s += rr;
+            }
+            return;
+        }
         macro_rules! pick {
             ($($r:literal)*) => {
                 match r {
@@ -871,6 +942,134 @@ mod x86 {
                 }
                 v = clamp(v, lo, hi);
                 _mm512_storeu_ps(y.add(r * BLOCK), v);
+            }
+        }
+    }
+
+    /// [`clamp`] for AVX2: the same operand order, so NaN and -0 pass alike.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn clamp8(v: __m256, lo: __m256, hi: __m256) -> __m256 {
+        _mm256_min_ps(hi, _mm256_max_ps(lo, v))
+    }
+
+    /// The lanes of one half of a block (bits 0..8 of `bits`) as an AVX2 load/store mask.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn half_mask(bits: u16) -> __m256i {
+        let sel = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+        _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(i32::from(bits & 0xFF)), sel), sel)
+    }
+
+    /// One output block × `R` pixels of a regular conv with AVX2: the block's 16 lanes are two
+    /// registers; otherwise as [`regular_tile`] with `NOB = 1`.
+    ///
+    /// # Safety
+    ///
+    /// The CPU has AVX2 and FMA; the rest as [`regular_tile`] for one block (`y`, `z`, `mask`
+    /// are block 0's).
+    #[allow(clippy::needless_range_loop)]
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn regular_tile_avx2<const R: usize>(
+        c: &RegularTile<'_>,
+        x: *const f32,
+        w: *const f32,
+        b: *const f32,
+        y: *mut f32,
+        z: Option<*const f32>,
+        mask: u16,
+    ) {
+        // SAFETY: every pointer formed and read below stays within the bounds of the
+        // contract (masked lanes are neither read nor written), and the CPU has AVX2 and FMA.
+        unsafe {
+            let mut acc = [[_mm256_setzero_ps(); 2]; R];
+            let full = c.cin / c.lpb;
+            let rest = c.cin % c.lpb;
+            for &(toff, woff) in c.taps {
+                let wt = w.add(woff);
+                let xt = x.add(toff);
+                for blk in 0..full + usize::from(rest > 0) {
+                    let lanes = if blk < full { c.lpb } else { rest };
+                    let xb = xt.add(blk * c.blk);
+                    let wb = wt.add(blk * c.lpb * BLOCK);
+                    for l in 0..lanes {
+                        let w0 = _mm256_loadu_ps(wb.add(l * BLOCK));
+                        let w1 = _mm256_loadu_ps(wb.add(l * BLOCK + 8));
+                        for r in 0..R {
+                            let xv = _mm256_broadcast_ss(&*xb.add(r * c.px + l * c.lane));
+                            acc[r][0] = _mm256_fmadd_ps(xv, w0, acc[r][0]);
+                            acc[r][1] = _mm256_fmadd_ps(xv, w1, acc[r][1]);
+                        }
+                    }
+                }
+            }
+            let (lo, hi) = (_mm256_set1_ps(c.clamp[0]), _mm256_set1_ps(c.clamp[1]));
+            let bv = [_mm256_loadu_ps(b), _mm256_loadu_ps(b.add(8))];
+            let masks = [half_mask(mask), half_mask(mask >> 8)];
+            for (r, a) in acc.iter().enumerate() {
+                for h in 0..2 {
+                    let at = r * c.ys + 8 * h;
+                    let mut v = _mm256_add_ps(a[h], bv[h]);
+                    if let Some(z) = z {
+                        let zv = if mask == u16::MAX {
+                            _mm256_loadu_ps(z.add(at))
+                        } else {
+                            _mm256_maskload_ps(z.add(at), masks[h])
+                        };
+                        v = _mm256_add_ps(v, zv);
+                    }
+                    v = clamp8(v, lo, hi);
+                    if mask == u16::MAX {
+                        _mm256_storeu_ps(y.add(at), v);
+                    } else {
+                        _mm256_maskstore_ps(y.add(at), masks[h], v);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `R` pixels of one block of a depthwise conv with AVX2 (two registers per pixel);
+    /// otherwise as [`depthwise_tile`].
+    ///
+    /// # Safety
+    ///
+    /// The CPU has AVX2 and FMA; the rest as [`depthwise_tile`].
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn depthwise_tile_avx2<const R: usize>(
+        taps: &[(usize, usize)],
+        px: usize,
+        x: *const f32,
+        w: *const f32,
+        b: *const f32,
+        y: *mut f32,
+        z: Option<*const f32>,
+        [lo, hi]: [f32; 2],
+    ) {
+        // SAFETY: every pointer formed and read below stays within the bounds of the
+        // contract, and the CPU has AVX2 and FMA.
+        unsafe {
+            let mut acc = [[_mm256_setzero_ps(); 2]; R];
+            for &(toff, woff) in taps {
+                let (w0, w1) = (_mm256_loadu_ps(w.add(woff)), _mm256_loadu_ps(w.add(woff + 8)));
+                let xt = x.add(toff);
+                for (r, a) in acc.iter_mut().enumerate() {
+                    a[0] = _mm256_fmadd_ps(_mm256_loadu_ps(xt.add(r * px)), w0, a[0]);
+                    a[1] = _mm256_fmadd_ps(_mm256_loadu_ps(xt.add(r * px + 8)), w1, a[1]);
+                }
+            }
+            let bv = [_mm256_loadu_ps(b), _mm256_loadu_ps(b.add(8))];
+            let (lo, hi) = (_mm256_set1_ps(lo), _mm256_set1_ps(hi));
+            for (r, a) in acc.iter().enumerate() {
+                for h in 0..2 {
+                    let at = r * BLOCK + 8 * h;
+                    let mut v = _mm256_add_ps(a[h], bv[h]);
+                    if let Some(z) = z {
+                        v = _mm256_add_ps(v, _mm256_loadu_ps(z.add(at)));
+                    }
+                    _mm256_storeu_ps(y.add(at), clamp8(v, lo, hi));
+                }
             }
         }
     }

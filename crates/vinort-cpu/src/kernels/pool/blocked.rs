@@ -86,6 +86,11 @@ impl Kernel for BlockedMaxPool {
                     // SAFETY: the CPU running this code has AVX-512F (checked just above).
                     return unsafe { row_avx512(xp, row_in, &rows[oy], cols, yr) };
                 }
+                #[cfg(target_arch = "x86_64")]
+                if std::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the CPU running this code has AVX2 (checked just above).
+                    return unsafe { row_avx2(xp, row_in, &rows[oy], cols, yr) };
+                }
                 row(xp, row_in, &rows[oy], cols, yr)
             };
             if y.len() * self.kernel[0] * self.kernel[1] >= crate::par::ELEMENTS {
@@ -103,6 +108,13 @@ impl Kernel for BlockedMaxPool {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 fn row_avx512(xp: &[f32], row_in: usize, rows: &[usize], cols: &[SmallVec<[usize; 4]>], y: &mut [f32]) {
+    row(xp, row_in, rows, cols, y)
+}
+
+/// [`row`] compiled for AVX2: a pixel's 16 lanes are two vectors.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn row_avx2(xp: &[f32], row_in: usize, rows: &[usize], cols: &[SmallVec<[usize; 4]>], y: &mut [f32]) {
     row(xp, row_in, rows, cols, y)
 }
 
