@@ -302,7 +302,7 @@ fn update() {
          per-op table in [conformance.md](conformance.md)) is written by `scripts/gen-contrib-suite` with \
          onnx.helper and onnxruntime CPU references; the wheels suite holds real models shipped inside PyPI wheels \
          (scripts/gen_wheel_models.py pins them), with onnxruntime CPU references for seeded inputs. \
-         \"One OpenVINO partition\" counts sessions that OpenVINO ran whole.\n\n",
+         \"One OpenVINO partition\" counts sessions that OpenVINO ran whole. Integer products of uint8 activations and int8 weights have their references computed on the equivalent uint8 × uint8 model (models/exact_int8.py): onnxruntime's uint8 × int8 kernels saturate on CPUs without VNNI, where ONNX defines an exact sum.\n\n",
     );
     let mut failures = String::new();
     let mut ms_table = String::new();

@@ -172,6 +172,11 @@ fn gemv<T: GemmElem>(
             // SAFETY: the CPU running this code has AVX-512F (checked just above).
             return unsafe { job.block_avx512(j0, out) };
         }
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU running this code has AVX2 and FMA (checked just above).
+            return unsafe { job.block_avx2(j0, out) };
+        }
         job.block(j0, out)
     };
     if parallel && n.saturating_mul(k) >= par::MACS && n >= 2 * LANES {
@@ -192,6 +197,13 @@ struct Gemv<'a, T> {
 }
 
 impl<T: GemmElem> Gemv<'_, T> {
+    /// The same loops compiled for AVX2 and FMA, so they vectorize 8 f32 wide.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn block_avx2(&self, j0: usize, out: &mut [T]) {
+        self.block(j0, out)
+    }
+
     /// The same loops compiled for AVX-512, so they vectorize 16 f32 wide.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]

@@ -256,6 +256,11 @@ fn max_plane_2d<T: MaxElem>(
             // SAFETY: the CPU running this code has AVX-512F (checked just above).
             return unsafe { max_plane_2x2_avx512(xp, width, ow, yp, idx) };
         }
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU running this code has AVX2 (checked just above).
+            return unsafe { max_plane_2x2_avx2(xp, width, ow, yp, idx) };
+        }
         return max_plane_2x2(xp, width, ow, yp, idx);
     }
     match idx {
@@ -300,6 +305,13 @@ fn max_plane_2d<T: MaxElem>(
             }
         }
     }
+}
+
+/// [`max_plane_2x2`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn max_plane_2x2_avx2<T: MaxElem>(xp: &[T], width: usize, ow: usize, yp: &mut [T], idx: Option<(&mut [i64], usize)>) {
+    max_plane_2x2(xp, width, ow, yp, idx)
 }
 
 /// [`max_plane_2x2`] compiled for AVX-512.

@@ -62,6 +62,16 @@ fn range(x: &[f32]) -> (f32, f32, bool) {
         // SAFETY: the CPU running this code supports AVX-512F (checked just above).
         return unsafe { avx512(x) };
     }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn avx2(x: &[f32]) -> (f32, f32, bool) {
+        range_portable(x)
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU running this code supports AVX2 (checked just above).
+        return unsafe { avx2(x) };
+    }
     range_portable(x)
 }
 

@@ -67,6 +67,7 @@ pub(crate) struct NhwcConv {
     range: (f64, f64),
     form: NForm,
     avx512: bool,
+    avx2: bool,
     /// The (NCHW) geometry and the NHWC output shape of the last input shape.
     geometry: PerShape<(Geo3, [usize; 4])>,
 }
@@ -136,6 +137,7 @@ impl NhwcConv {
             range: q.range,
             form,
             avx512: avx512(),
+            avx2: avx2(),
             geometry: PerShape::default(),
         }))
     }
@@ -174,6 +176,11 @@ impl NhwcConv {
             if self.avx512 {
                 // SAFETY: `avx512()` found the features this build enables.
                 return unsafe { dw_row_avx512(&dw, xi, oy, yr) };
+            }
+            #[cfg(target_arch = "x86_64")]
+            if self.avx2 {
+                // SAFETY: `avx2()` found the feature this build enables.
+                return unsafe { dw_row_avx2(&dw, xi, oy, yr) };
             }
             dw_row(&dw, xi, oy, yr)
         };
@@ -216,6 +223,12 @@ impl NhwcConv {
                     if self.avx512 {
                         // SAFETY: `avx512()` found the features this build enables.
                         unsafe { requant_avx512(&q, a, out) };
+                        continue;
+                    }
+                    #[cfg(target_arch = "x86_64")]
+                    if self.avx2 {
+                        // SAFETY: `avx2()` found the feature this build enables.
+                        unsafe { requant_avx2(&q, a, out) };
                         continue;
                     }
                     requant(&q, a, out)
@@ -271,6 +284,33 @@ fn avx512() -> bool {
     {
         false
     }
+}
+
+/// True when this CPU runs the AVX2 builds of the loops (rounding is one instruction there).
+fn avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// The portable loops compiled for AVX2: the compiler vectorizes them (the baseline build
+/// calls libm's `rint` per element).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn requant_avx2<Y: Q8>(q: &Requant<'_>, acc: &[i32], out: &mut [Y]) {
+    requant_body(q, acc, out)
+}
+
+/// [`dw_row_body`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn dw_row_avx2<X: Q8, Y: Q8>(d: &Dw<'_>, x: &[X], oy: usize, y: &mut [Y]) {
+    dw_row_body(d, x, oy, y)
 }
 
 /// Per-channel requantization: `saturate(round_half_even((acc + bias) · mult + zy))` in f64,

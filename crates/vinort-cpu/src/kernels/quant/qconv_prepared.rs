@@ -546,6 +546,16 @@ fn widen<X: Q8>(x: &[X], zx: i32, out: &mut [f32]) {
         // SAFETY: the CPU running this code supports AVX-512F (checked just above).
         return unsafe { avx512(x, zx, out) };
     }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn avx2<X: Q8>(x: &[X], zx: i32, out: &mut [f32]) {
+        portable(x, zx, out)
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU running this code supports AVX2 (checked just above).
+        return unsafe { avx2(x, zx, out) };
+    }
     portable(x, zx, out)
 }
 
@@ -572,6 +582,16 @@ fn narrow(sums: &[f32], out: &mut [i32]) {
     if std::is_x86_feature_detected!("avx512f") {
         // SAFETY: the CPU running this code supports AVX-512F (checked just above).
         return unsafe { avx512(sums, out) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn avx2(sums: &[f32], out: &mut [i32]) {
+        portable(sums, out)
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU running this code supports AVX2 (checked just above).
+        return unsafe { avx2(sums, out) };
     }
     portable(sums, out)
 }
