@@ -19,13 +19,19 @@ const MOST: u64 = 20;
 
 #[test]
 fn steady_state_cpu_runs_allocate_at_most_a_few_times() {
-    for name in ["mobilenetv2_tiny", "bert_tiny", "partition_cnn"] {
-        let s = Runtime::load(model_dir(name).join("model.onnx"))
-            .unwrap()
-            .providers([Cpu::default().into()])
-            .build()
-            .unwrap();
-        let inputs = read_pbs(&model_dir(name).join("test_data_set_0"), "input");
+    // The int8 forms come from the corpus (scripts/gen-corpus; scripts/test makes it).
+    let corpus = std::env::var_os("VINORT_CORPUS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| repo().join("tests/data/corpus"));
+    assert!(corpus.is_dir(), "{} is missing: run scripts/gen-corpus (scripts/test does)", corpus.display());
+    let dirs = ["mobilenetv2_tiny", "bert_tiny", "partition_cnn"]
+        .map(model_dir)
+        .into_iter()
+        .chain(["cnn_qdq_per_channel_u8s8", "bert_dynamic_int8"].map(|n| corpus.join(n)));
+    for dir in dirs {
+        let name = dir.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let s = Runtime::load(dir.join("model.onnx")).unwrap().providers([Cpu::default().into()]).build().unwrap();
+        let inputs = read_pbs(&dir.join("test_data_set_0"), "input");
         let run = || drop(s.run(inputs.iter().map(|(n, t)| (n.as_str(), t))).unwrap());
         // The first runs fill the buffer pool and the kernels' per-shape caches.
         for _ in 0..3 {

@@ -268,7 +268,10 @@ pub(super) fn row_sum_avx2(row: &[u8], xor: u8) -> u32 {
 pub(super) fn avx2_block(a: ABlock<'_>, b: &PackedB, panels: &[Panel], c: &mut [i32], ldc: usize, col_base: usize) {
     // Each 4-byte word of a' widened once to four u16 (a 64-bit lane).
     let kg = a.k.div_ceil(4);
-    let mut wide = vec![0u64; a.rows * kg];
+    // This thread's buffer, kept across calls: a steady-state run allocates nothing here.
+    let mut wide = WIDE.take();
+    wide.clear();
+    wide.resize(a.rows * kg, 0);
     let spread = |w: u32| {
         let x = u64::from(w ^ a.xor());
         (x & 0xFF) | (x & 0xFF00) << 8 | (x & 0xFF_0000) << 16 | (x & 0xFF00_0000) << 24
@@ -301,6 +304,13 @@ pub(super) fn avx2_block(a: ABlock<'_>, b: &PackedB, panels: &[Panel], c: &mut [
             }
         }
     }
+    WIDE.set(wide);
+}
+
+thread_local! {
+    /// The widened words of A for [`avx2_block`], reused (taken out for a call, so a nested
+    /// call on the same thread gets a new one instead of a conflict).
+    static WIDE: std::cell::Cell<Vec<u64>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 #[inline]
