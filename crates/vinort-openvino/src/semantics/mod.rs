@@ -23,6 +23,9 @@ pub fn refusal(g: &Graph, ix: NodeIndex) -> Option<String> {
     if let Some(why) = int64_constant_beyond_int32(g, n) {
         return Some(why);
     }
+    if let Some(why) = size_from_data(g, n) {
+        return Some(why);
+    }
     if n.domain == "com.microsoft" {
         return contrib::refusal(g, n);
     }
@@ -128,6 +131,122 @@ fn dims(g: &Graph, n: &Node, input: usize) -> Option<Vec<Option<usize>>> {
         ),
         _ => None,
     }
+}
+
+/// The inputs of ops whose output size (or, for Loop, iteration count) is read from that
+/// input's values: `(domain, op, inputs)`.
+const SIZE_OPERANDS: &[(&str, &str, &[usize])] = &[
+    ("", "ConstantOfShape", &[0]),
+    ("", "Expand", &[1]),
+    ("", "Tile", &[1]),
+    ("", "Range", &[0, 1, 2]),
+    ("", "Resize", &[1, 2, 3]),
+    ("", "Upsample", &[1]),
+    ("", "Pad", &[1]),
+    ("", "OneHot", &[1]),
+    ("", "CenterCropPad", &[1]),
+    ("", "Col2Im", &[1, 2]),
+    ("", "MaxUnpool", &[2]),
+    ("", "DFT", &[1]),
+    ("", "STFT", &[1, 3]),
+    ("", "HannWindow", &[0]),
+    ("", "HammingWindow", &[0]),
+    ("", "BlackmanWindow", &[0]),
+    ("", "MelWeightMatrix", &[0, 1]),
+    ("", "Loop", &[0]),
+];
+
+/// A node whose output size comes from run-time *data* (a value computed from tensor contents,
+/// not from shapes) is refused: OpenVINO allocates whatever that data asks for, with no limit
+/// (a mutated ConstantOfShape fed `|max(x)| * 2^31` took 24 GB and the process was killed),
+/// and a Loop runs as many iterations as it says. The Cpu provider checks every such size
+/// against the memory limits. Sizes from constants and from `Shape`/`Size` arithmetic, which
+/// is what exporters emit, stay with OpenVINO.
+fn size_from_data(g: &Graph, n: &Node) -> Option<String> {
+    let domain = if n.domain == "ai.onnx" { "" } else { n.domain.as_str() };
+    let (_, _, operands) = SIZE_OPERANDS.iter().find(|(d, op, _)| *d == domain && *op == n.op_type)?;
+    let at = operands.iter().copied().find(|&i| {
+        n.inputs.get(i).copied().flatten().is_some_and(|v| !from_shapes(g, v, &mut Default::default(), 0))
+    })?;
+    let what = if n.op_type == "Loop" { "iteration count" } else { "output size" };
+    Some(format!(
+        "its {what} comes from run-time data (input {at} is computed from tensor values, not from shapes or          constants): OpenVINO {MEASURED} would allocate or iterate whatever that data asks, with no memory          limit"
+    ))
+}
+
+/// True when `v` is a constant or is computed from constants and tensor shapes only (`Shape`,
+/// `Size`, and shape arithmetic over them), so its values follow from the model's input shapes.
+fn from_shapes(
+    g: &Graph,
+    v: vinort_ir::ValueId,
+    seen: &mut std::collections::HashMap<vinort_ir::ValueId, bool>,
+    depth: usize,
+) -> bool {
+    const ARITHMETIC: &[&str] = &[
+        "Identity",
+        "Cast",
+        "CastLike",
+        "Gather",
+        "GatherElements",
+        "Concat",
+        "Slice",
+        "Squeeze",
+        "Unsqueeze",
+        "Reshape",
+        "Flatten",
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "Mod",
+        "Neg",
+        "Abs",
+        "Floor",
+        "Ceil",
+        "Round",
+        "Max",
+        "Min",
+        "Sqrt",
+        "Equal",
+        "Less",
+        "Greater",
+        "LessOrEqual",
+        "GreaterOrEqual",
+        "Not",
+        "And",
+        "Or",
+        "Where",
+        "ReduceProd",
+        "ReduceSum",
+        "ReduceMax",
+        "ReduceMin",
+        "Expand",
+        "ConstantOfShape",
+        "Range",
+        "Tile",
+        "Transpose",
+        "Clip",
+        "Sign",
+    ];
+    if g.constant(v).is_some() {
+        return true;
+    }
+    if let Some(&known) = seen.get(&v) {
+        return known;
+    }
+    let Some(ix) = g.producer(v) else { return false };
+    let n = g.node(ix);
+    let verdict = match n.op_type.as_str() {
+        _ if !matches!(n.domain.as_str(), "" | "ai.onnx") => false,
+        "Shape" | "Size" | "Constant" => true,
+        "If" => false,
+        op if ARITHMETIC.contains(&op) && depth < 64 => {
+            n.inputs.iter().flatten().all(|i| from_shapes(g, *i, seen, depth + 1))
+        }
+        _ => false,
+    };
+    seen.insert(v, verdict);
+    verdict
 }
 
 fn is_constant(g: &Graph, n: &Node, input: usize) -> bool {
@@ -514,6 +633,43 @@ pub(crate) mod tests {
         // A trailing dim that is not known to be 1 cannot be shown to be harmless.
         let x = onnx::ValueInfoProto { name: Some("x".into()), ..Default::default() };
         assert!(verdict(one_node("Softmax", 11, &[x], vec![], &["x"], vec![attr("axis", Attr::I(-1))])).is_some());
+    }
+
+    /// Sizes from shapes stay with OpenVINO; a size computed from tensor values is refused
+    /// (OpenVINO allocated 24 GB for one), as is a Loop whose trip count is data.
+    #[test]
+    fn semantics_sizes_from_run_time_data_are_refused() {
+        use vinort_ir::proto::build::node;
+        let graph = onnx::GraphProto {
+            name: Some("g".into()),
+            node: vec![
+                node("Shape", "shape", &["x"], &["s"]),
+                node("Mul", "double", &["s", "two"], &["s2"]),
+                node("ConstantOfShape", "from_shape", &["s2"], &["y1"]),
+                node("ReduceMax", "max", &["x"], &["m"]),
+                node("Cast", "cast", &["m"], &["mi"]),
+                node("Reshape", "as_shape", &["mi", "one"], &["sh"]),
+                node("ConstantOfShape", "from_data", &["sh"], &["y2"]),
+                node("Expand", "from_input", &["x", "target"], &["y3"]),
+            ],
+            input: vec![vi("x", F32, &[2, 3]), vi("target", 7, &[2])],
+            output: ["y1", "y2", "y3"]
+                .iter()
+                .map(|o| onnx::ValueInfoProto { name: Some(o.to_string()), ..Default::default() })
+                .collect(),
+            initializer: vec![init::<i64>("two", &[2]), init::<i64>("one", &[1])],
+            ..Default::default()
+        };
+        let model = Model::from_bytes(vinort_ir::proto::build::model(9, &[("", 17)], graph).encode_to_vec()).unwrap();
+        let g = &model.graph;
+        let why = |name: &str| {
+            let ix = g.node_indices().find(|ix| g.node(*ix).name == name).unwrap();
+            refusal(g, ix)
+        };
+        assert_eq!(why("from_shape"), None);
+        let data = why("from_data").unwrap();
+        assert!(data.contains("output size comes from run-time data"), "{data}");
+        assert!(why("from_input").is_some(), "a shape fed as a graph input is data");
     }
 
     #[test]
