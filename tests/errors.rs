@@ -278,3 +278,87 @@ fn error_kinds_can_be_told_apart() {
         other => panic!("want Error::Provider, got {:?}", other.err()),
     }
 }
+
+fn i64_tensor(name: &str, data: &[i64]) -> onnx::TensorProto {
+    onnx::TensorProto {
+        name: Some(name.into()),
+        dims: vec![data.len() as i64],
+        data_type: Some(7),
+        raw_data: Some(bytes::Bytes::from(data.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())),
+        ..Default::default()
+    }
+}
+
+/// Opset versions no ONNX release has are refused at load. OpenVINO's ONNX reader spun for
+/// minutes on a default-domain import of 2^40 (found by mutation).
+#[test]
+fn absurd_opset_versions_are_refused_at_load() {
+    for v in [1_099_511_627_776, 29, 0, -1] {
+        let e = load_err(encode(&model(relu_graph(), v)));
+        assert!(e.contains("opset import of ai.onnx") && e.contains(&format!("version {v}")), "{v}: {e}");
+    }
+    let mut m = model(relu_graph(), 17);
+    m.opset_import.push(onnx::OperatorSetIdProto { domain: Some("my.domain".into()), version: Some(1 << 40) });
+    assert!(load_err(encode(&m)).contains("opset import of my.domain"));
+    // Real versions load: the newest default one, and a custom domain's 0.
+    m.opset_import[1].version = Some(0);
+    m.opset_import[0].version = Some(vinort::ir::ops::MAX_OPSET);
+    assert!(Runtime::from_bytes(encode(&m)).is_ok());
+}
+
+/// ConstantOfShape of a constant shape: the output's shape is known at build, and 2^50 f32
+/// elements are refused then, naming the node, before anything is compiled or folded.
+#[test]
+fn a_known_size_past_the_memory_limit_is_refused_at_build() {
+    let g = onnx::GraphProto {
+        name: Some("g".into()),
+        node: vec![node("ConstantOfShape", "huge", &["shape"], &["y"])],
+        initializer: vec![i64_tensor("shape", &[1 << 20, 1 << 20, 1 << 10])],
+        output: vec![value_info("y", 1, &[])],
+        ..Default::default()
+    };
+    let bytes = encode(&model(g, 17));
+    for providers in ["cpu", "openvino-fp32,cpu"] {
+        let e = Runtime::from_bytes(bytes.clone()).unwrap().providers(common::providers(providers)).build().err();
+        match e {
+            Some(Error::MemoryLimit { node, refused, .. }) => {
+                assert_eq!(node.as_deref(), Some("huge"));
+                assert_eq!(refused.bytes, 1 << 52);
+            }
+            other => panic!("{providers}: {other:?}"),
+        }
+    }
+}
+
+/// The same request decided at run time (the shape is an input) is a typed error naming the
+/// node, for a size over the budget and for one whose byte count overflows; the session still
+/// runs afterwards. A session's own limit caps single tensors.
+#[test]
+fn a_run_time_request_past_the_memory_limit_is_a_typed_error() {
+    let g = onnx::GraphProto {
+        name: Some("g".into()),
+        node: vec![node("ConstantOfShape", "fill", &["shape"], &["y"])],
+        input: vec![value_info("shape", 7, &[3])],
+        output: vec![value_info("y", 1, &[])],
+        ..Default::default()
+    };
+    let bytes = encode(&model(g, 17));
+    let shape = |d: [i64; 3]| Tensor::from_vec(&[3], d.to_vec()).unwrap();
+    for providers in ["cpu", "openvino-fp32,cpu"] {
+        let s = Runtime::from_bytes(bytes.clone()).unwrap().providers(common::providers(providers)).build().unwrap();
+        for (dims, overflow) in [([1 << 20, 1 << 20, 1 << 10], false), ([1 << 40, 1 << 40, 1 << 40], true)] {
+            let e = s.run([("shape", shape(dims))]).err();
+            let Some(Error::MemoryLimit { node, refused, .. }) = &e else { panic!("{providers} {dims:?}: {e:?}") };
+            assert_eq!(node.as_deref(), Some("fill"), "{providers}");
+            assert_eq!(refused.bytes == usize::MAX, overflow, "{providers}: {refused}");
+        }
+        let out = s.run([("shape", shape([2, 3, 4]))]).unwrap();
+        assert_eq!(out["y"].as_tensor().unwrap().shape(), &[2, 3, 4]);
+    }
+    let s = Runtime::from_bytes(bytes).unwrap().memory_limit(4096).build().unwrap();
+    assert!(s.run([("shape", shape([1, 32, 32]))]).is_ok(), "4096 bytes fit");
+    let e = s.run([("shape", shape([1, 32, 33]))]).err();
+    let Some(Error::MemoryLimit { refused, .. }) = &e else { panic!("{e:?}") };
+    assert_eq!((refused.bytes, refused.limit), (4224, 4096));
+    assert_eq!(refused.which, vinort::ir::limits::Which::Session);
+}

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Parser, Subcommand};
+use vinort::ir::limits;
 use vinort::{DType, Dim, Runtime, Session, Tensor, Value};
 use vinort_tools::providers::ProviderArgs;
 use vinort_tools::stats;
@@ -21,6 +22,23 @@ static ALLOCATOR: vinort_tools::alloc_count::Counting = vinort_tools::alloc_coun
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// The most tensor memory vinort may hold at once, in bytes or with a K/M/G suffix
+    /// (default: a quarter of the physical memory). A model asking for more fails with an error.
+    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_bytes)]
+    memory_limit: Option<usize>,
+}
+
+/// `4096`, `64K`, `512M`, `2G` (powers of 1024).
+fn parse_bytes(s: &str) -> std::result::Result<usize, String> {
+    let t = s.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 10),
+        Some((i, 'm' | 'M')) => (&t[..i], 20),
+        Some((i, 'g' | 'G')) => (&t[..i], 30),
+        _ => (t, 0),
+    };
+    let n: usize = digits.trim().parse().map_err(|_| format!("'{s}' is not a byte count such as 4096, 512M or 2G"))?;
+    n.checked_mul(1 << shift).filter(|n| *n > 0).ok_or_else(|| format!("'{s}' is not a byte count that fits"))
 }
 
 #[derive(Subcommand)]
@@ -142,7 +160,17 @@ fn random_input(info: &vinort::IoInfo, dims: &[(String, usize)], rng: &mut Rng) 
             Dim::Unknown => 1,
         })
         .collect();
-    let n: usize = shape.iter().product();
+    // Declared dims are the model's word: the size is checked before anything is made.
+    let bytes = limits::byte_size(&shape, dtype.size().max(1)).unwrap_or(usize::MAX);
+    if let Err(r) = limits::check(bytes) {
+        bail!(
+            "input '{}' of type {} and shape {:?}: {r}; give it with --input, or its symbolic dims with --dim",
+            info.name,
+            info.ty,
+            shape
+        )
+    }
+    let n = limits::byte_size(&shape, 1).unwrap_or(usize::MAX);
     Ok(match dtype {
         DType::F32 => Tensor::from_vec(&shape, (0..n).map(|_| rng.unit() as f32 * 2.0 - 1.0).collect())?,
         DType::F64 => Tensor::from_vec(&shape, (0..n).map(|_| rng.unit() * 2.0 - 1.0).collect())?,
@@ -289,7 +317,11 @@ fn report(e: &anyhow::Error) -> String {
 }
 
 fn cli_main() -> Result<()> {
-    match Cli::parse().cmd {
+    let cli = Cli::parse();
+    if let Some(bytes) = cli.memory_limit {
+        limits::set_memory_limit(bytes);
+    }
+    match cli.cmd {
         Cmd::Run { model, providers, inputs, test_data, dims, runs, seed } => run(RunArgs {
             model: &model,
             providers: &providers,

@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
-use vinort_ir::Values;
+use vinort_ir::{Values, limits};
 
 use vinort_ir::exec::{Plan, PlanBuilder, Step};
 use vinort_ir::{
@@ -113,7 +113,9 @@ impl Step for KernelStep {
         // Errors that already name their node (a kernel's own, or one from inside a
         // control-flow body) pass through; anything else gets this node attached, whole.
         let pool = KERNEL_POOL.with_borrow(Clone::clone);
-        let run = || self.kernel.run(inputs, ctx);
+        // A tensor over the memory limits unwinds out of the kernel (see `limits`): caught
+        // here, on the thread that ran it, as an error naming this node.
+        let run = || limits::guard(|| limits::with_session_limit(ctx.memory_limit(), || self.kernel.run(inputs, ctx)));
         let result = match pool {
             Some(p) if p.threads.current_thread_index().is_none() => p.threads.install(run),
             _ => run(),

@@ -83,6 +83,10 @@ pub enum Error {
     /// The run stopped before its end: terminated by the caller or past its deadline.
     #[error("stopped: {0}")]
     Stopped(crate::provider::StopReason),
+    /// A tensor the model or caller asked for is larger than a memory limit allows (see
+    /// [`crate::limits`]).
+    #[error("{0}")]
+    MemoryLimit(crate::limits::Refused),
     /// Something is not supported (by a kernel, a provider or this version).
     #[error("unsupported: {0}")]
     Unsupported(String),
@@ -127,6 +131,18 @@ impl Error {
             op: node.map(crate::Node::qualified_op),
             source: source.into(),
         }
+    }
+
+    /// An [`Error::Decode`] from prost's error, whose path through nested messages is cut
+    /// to its ends: a file nested a hundred levels deep would print every one of them.
+    pub fn decode(e: &prost::DecodeError) -> Error {
+        let text = e.to_string();
+        let parts: Vec<&str> = text.split(": ").collect();
+        if parts.len() <= 8 {
+            return Error::Decode(text);
+        }
+        let (head, tail) = (&parts[..3], &parts[parts.len() - 3..]);
+        Error::Decode(format!("{}: … {} levels … : {}", head.join(": "), parts.len() - 6, tail.join(": ")))
     }
 
     /// An [`Error::Unsupported`] from anything printable.

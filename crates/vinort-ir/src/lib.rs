@@ -24,6 +24,7 @@ pub mod exec;
 pub mod functions;
 pub mod graph;
 pub mod infer;
+pub mod limits;
 pub mod load;
 pub mod ops;
 pub mod provider;

@@ -106,7 +106,7 @@ impl Model {
 
     /// Loads a model from bytes, resolving external data relative to `dir`.
     pub fn from_bytes_in(bytes: Bytes, dir: Option<PathBuf>) -> Result<Model> {
-        let proto = onnx::ModelProto::decode(bytes.clone()).map_err(|e| Error::Decode(e.to_string()))?;
+        let proto = onnx::ModelProto::decode(bytes.clone()).map_err(|e| Error::decode(&e))?;
         let ir_version = proto.ir_version.unwrap_or(0);
         if !IR_VERSIONS.contains(&ir_version) {
             return Err(Error::InvalidModel(format!(
@@ -125,6 +125,7 @@ impl Model {
             return Err(Error::InvalidModel("the model imports no opset".into()));
         }
         let inlined = crate::functions::inline(&proto, &mut opsets)?;
+        check_opsets(&opsets)?;
         let gp = match &inlined {
             Some(g) => g,
             None => proto.graph.as_ref().ok_or_else(|| Error::InvalidModel("the model has no graph".into()))?,
@@ -146,6 +147,27 @@ impl Model {
         crate::infer::infer_graph(&mut model.graph);
         Ok(model)
     }
+}
+
+/// The newest version any domain other than the default one may import: far beyond every
+/// real one (`ai.onnx.ml` is at 5), and small enough that nothing downstream (OpenVINO's ONNX
+/// reader looked for ops version by version, and spun for minutes on 2^40) counts to it.
+const MAX_OTHER_OPSET: i64 = 1000;
+
+/// Refuses opset versions no ONNX release has: negative ones (or 0 for the default domain), past the newest default-domain opset
+/// vinort knows (like ONNX Runtime, which refuses opsets newer than its own), or absurd.
+fn check_opsets(opsets: &BTreeMap<String, i64>) -> Result<()> {
+    for (domain, &v) in opsets {
+        // Custom domains sometimes import version 0; the default domain starts at 1.
+        let (oldest, newest) = if domain.is_empty() { (1, crate::ops::MAX_OPSET) } else { (0, MAX_OTHER_OPSET) };
+        if !(oldest..=newest).contains(&v) {
+            let name = if domain.is_empty() { "ai.onnx (the default domain)" } else { domain };
+            return Err(Error::InvalidModel(format!(
+                "opset import of {name} has version {v}; versions {oldest} to {newest} are known"
+            )));
+        }
+    }
+    Ok(())
 }
 
 struct Builder<'a> {

@@ -47,6 +47,7 @@ pub struct RunContext {
     terminate: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     deadline: Option<std::time::Instant>,
     tag: Option<std::sync::Arc<str>>,
+    memory_limit: Option<usize>,
 }
 
 /// Why a run stopped before its end.
@@ -75,7 +76,19 @@ impl RunContext {
         deadline: Option<std::time::Instant>,
         tag: Option<std::sync::Arc<str>>,
     ) -> RunContext {
-        RunContext { terminate, deadline, tag }
+        RunContext { terminate, deadline, tag, memory_limit: None }
+    }
+
+    /// The same context with the session's limit on a single buffer (see
+    /// [`crate::limits::with_session_limit`]), which executors apply while kernels run.
+    pub fn with_memory_limit(mut self, limit: Option<usize>) -> RunContext {
+        self.memory_limit = limit;
+        self
+    }
+
+    /// The session's limit on a single buffer, if it set one.
+    pub fn memory_limit(&self) -> Option<usize> {
+        self.memory_limit
     }
 
     /// Why the run must stop now, if it must.

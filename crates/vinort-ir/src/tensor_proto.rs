@@ -307,7 +307,7 @@ pub fn tensor_to_proto(name: &str, t: &Tensor) -> TensorProto {
 
 /// Decodes a serialized `TensorProto` (as in `input_0.pb` files) into a tensor.
 pub fn decode_tensor(bytes: Bytes) -> Result<(String, Tensor)> {
-    let p = TensorProto::decode(bytes).map_err(|e| Error::Decode(e.to_string()))?;
+    let p = TensorProto::decode(bytes).map_err(|e| Error::decode(&e))?;
     // A standalone file's raw bytes sit at an arbitrary offset: align them once here so
     // consumers get typed access.
     let t = tensor_from_proto(&p, &ExternalData::new(None))?.to_aligned();

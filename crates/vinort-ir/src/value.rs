@@ -55,6 +55,12 @@ pub enum Dim {
 }
 
 impl Dim {
+    /// The number of elements of `dims` when every one is fixed and the product fits in
+    /// `usize` (declared dims are the model's word, and can be anything).
+    pub fn fixed_product(dims: &[Dim]) -> Option<usize> {
+        dims.iter().try_fold(1usize, |a, d| a.checked_mul(d.fixed()?))
+    }
+
     /// The extent when known.
     pub fn fixed(&self) -> Option<usize> {
         match self {

@@ -86,6 +86,18 @@ pub enum Error {
         /// The run's tag, when it had one.
         tag: Option<String>,
     },
+    /// A tensor the model or the caller asks for is larger than a memory limit allows
+    /// ([`crate::SessionBuilder::memory_limit`], [`vinort_ir::limits`]): at build for a value
+    /// whose shape is known, at run for a tensor a kernel was about to allocate.
+    #[error("{}{}", node_prefix(.node.as_deref(), .op.as_deref()), .refused)]
+    MemoryLimit {
+        /// The node whose output it is, when known.
+        node: Option<String>,
+        /// That node's op type.
+        op: Option<String>,
+        /// The size and the limit.
+        refused: vinort_ir::limits::Refused,
+    },
     /// The session was configured wrongly (no providers...).
     #[error("session configuration: {0}")]
     Config(String),
@@ -101,13 +113,24 @@ impl From<vinort_ir::Error> for Error {
         match e {
             vinort_ir::Error::Stopped(reason) => Error::Cancelled { reason, tag: None },
             // A stop raised inside a provider's wrapped error is still a stop.
+            vinort_ir::Error::MemoryLimit(refused) => Error::MemoryLimit { node: None, op: None, refused },
             vinort_ir::Error::Provider { provider, node, op, source } => {
                 match source.downcast_ref::<vinort_ir::Error>() {
                     Some(vinort_ir::Error::Stopped(reason)) => Error::Cancelled { reason: *reason, tag: None },
+                    Some(vinort_ir::Error::MemoryLimit(refused)) => Error::MemoryLimit { node, op, refused: *refused },
                     _ => Error::Provider { provider, node, op, source },
                 }
             }
             e => Error::Ir(e),
         }
+    }
+}
+
+/// `node 'name' (op): ` before a message about that node, empty without one.
+fn node_prefix(node: Option<&str>, op: Option<&str>) -> String {
+    match (node, op) {
+        (Some(n), Some(op)) => format!("node '{n}' ({op}): "),
+        (Some(n), None) => format!("node '{n}': "),
+        _ => String::new(),
     }
 }

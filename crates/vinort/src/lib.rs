@@ -57,7 +57,7 @@ pub mod openvino {
 pub mod ir {
     pub use vinort_ir::{
         Capability, CompiledPartition, Error, ExecutionProvider, Graph, Model, Node, NodeIndex, Origin, PartitionDef,
-        Result, RunContext, Value, ValueId, ValueInfo, WholeModel, ops, proto, stats, tensor_proto,
+        Result, RunContext, Value, ValueId, ValueInfo, WholeModel, limits, ops, proto, stats, tensor_proto,
     };
 }
 

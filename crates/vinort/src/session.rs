@@ -63,6 +63,7 @@ struct SessionKey {
     len: u64,
     modified: Option<std::time::SystemTime>,
     providers: Vec<String>,
+    memory_limit: Option<usize>,
 }
 
 impl Environment {
@@ -102,12 +103,13 @@ pub struct SessionBuilder {
     providers: Vec<Provider>,
     save_context: Option<(std::path::PathBuf, crate::EmbedMode)>,
     env: Option<Environment>,
+    memory_limit: Option<usize>,
 }
 
 impl SessionBuilder {
     /// A builder for an already loaded model.
     pub fn new(model: Model) -> SessionBuilder {
-        SessionBuilder { model, providers: vec![], save_context: None, env: None }
+        SessionBuilder { model, providers: vec![], save_context: None, env: None, memory_limit: None }
     }
 
     /// The loaded model.
@@ -119,6 +121,28 @@ impl SessionBuilder {
     /// it left. With no call, the session uses `[Cpu]`.
     pub fn providers(mut self, providers: impl IntoIterator<Item = Provider>) -> SessionBuilder {
         self.providers = providers.into_iter().collect();
+        self
+    }
+
+    /// Caps every single tensor of this session at `bytes`. Checked at build for every value
+    /// whose shape is known then, and at run for every tensor a Cpu kernel allocates (on the
+    /// thread running the kernel): either way a larger one is [`Error::MemoryLimit`] naming
+    /// the node, never an allocation abort. All tensor storage of the process also meets
+    /// [`vinort_ir::limits::memory_limit`] (a quarter of the physical memory unless set), with or
+    /// without this.
+    ///
+    /// ```
+    /// use vinort::{Error, Runtime};
+    /// # let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/mobilenetv2_tiny/model.onnx");
+    /// // Its first convolution makes a [1, 16, 32, 32] f32 tensor: 65,536 bytes.
+    /// let session = Runtime::load(&model)?.memory_limit(60_000).build();
+    /// let e = session.err().unwrap();
+    /// assert!(matches!(e, Error::MemoryLimit { .. }), "{e}");
+    /// assert!(Runtime::load(&model)?.memory_limit(1 << 20).build().is_ok());
+    /// # Ok::<(), vinort::Error>(())
+    /// ```
+    pub fn memory_limit(mut self, bytes: usize) -> SessionBuilder {
+        self.memory_limit = Some(bytes);
         self
     }
 
@@ -174,11 +198,13 @@ impl SessionBuilder {
             len: meta.len(),
             modified: meta.modified().ok(),
             providers: providers.iter().map(|p| format!("{} {}", p.error_on_failure, p.ep.fingerprint())).collect(),
+            memory_limit: self.memory_limit,
         })
     }
 
     fn build_session(self) -> Result<Session> {
-        let SessionBuilder { model, providers, save_context: _, env: _ } = self;
+        let SessionBuilder { model, providers, save_context: _, env: _, memory_limit } = self;
+        check_known_sizes(&model, memory_limit)?;
         let providers = if providers.is_empty() { vec![crate::Cpu::default().into()] } else { providers };
         let mut started = vec![];
         let mut warnings = vec![];
@@ -222,8 +248,46 @@ impl SessionBuilder {
         let inputs = g.inputs().iter().map(|v| io_info(g, *v)).collect();
         let outputs: Vec<IoInfo> = g.outputs().iter().map(|v| io_info(g, *v)).collect();
         let output_names = outputs.iter().map(|o| o.name.clone()).collect();
-        Ok(Session { inner: Arc::new(Inner { plan: b.build(), report: plan, inputs, outputs, output_names, model }) })
+        Ok(Session {
+            inner: Arc::new(Inner {
+                plan: b.build(),
+                report: plan,
+                inputs,
+                outputs,
+                output_names,
+                model,
+                memory_limit,
+            }),
+        })
     }
+}
+
+/// Refuses a model with a value whose shape, known at build, needs more bytes than the
+/// memory limits allow: before any provider compiles (or constant-folds) it.
+fn check_known_sizes(model: &Model, session_limit: Option<usize>) -> Result<()> {
+    use vinort_ir::limits::{self, Refused, Which};
+    let process = limits::memory_limit();
+    let (limit, which) = match session_limit {
+        Some(l) if l < process => (l, Which::Session),
+        _ => (process, Which::Process),
+    };
+    let g = &model.graph;
+    for ix in g.node_indices() {
+        let node = g.node(ix);
+        for v in node.outputs.iter().flatten() {
+            let ty = &g.value(*v).ty;
+            let (Some(dtype), Some(shape)) = (ty.tensor_dtype(), ty.static_shape()) else { continue };
+            let bytes = limits::byte_size(&shape, dtype.size().max(1)).unwrap_or(usize::MAX);
+            if bytes > limit {
+                return Err(Error::MemoryLimit {
+                    node: Some(node.name.clone()),
+                    op: Some(node.qualified_op()),
+                    refused: Refused { bytes, limit, held: 0, which },
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 type Started = [Arc<dyn vinort_ir::ExecutionProvider>];
@@ -377,6 +441,8 @@ struct Inner {
     /// The output names, shared by every [`Outputs`] (no per-run copies).
     output_names: Arc<[String]>,
     model: Model,
+    /// [`SessionBuilder::memory_limit`].
+    memory_limit: Option<usize>,
 }
 
 /// A compiled model, ready to run. `Send + Sync`: [`Session::run`] may be called from many
@@ -951,6 +1017,14 @@ impl Session {
             ordered.push(v);
         }
         check_symbols(&self.inner.inputs, &ordered)?;
+        let limited;
+        let ctx = match self.inner.memory_limit {
+            Some(l) => {
+                limited = ctx.clone().with_memory_limit(Some(l));
+                &limited
+            }
+            None => ctx,
+        };
         let refs: SmallVec<[&Value; 8]> = ordered.iter().collect();
         if into.iter().all(Option::is_none) {
             return Ok(self.inner.plan.run(&refs, ctx)?);

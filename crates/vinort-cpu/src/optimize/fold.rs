@@ -4,7 +4,7 @@
 //! folds away. Nodes that draw random numbers, control flow and nodes whose outputs would take
 //! more than [`MAX_FOLDED_BYTES`] are left to run.
 
-use vinort_ir::{DType, RunContext, Tensor, Value};
+use vinort_ir::{DType, RunContext, Tensor, Value, limits};
 
 use super::{Work, build_item};
 
@@ -55,7 +55,10 @@ fn run_now(w: &Work<'_>, i: usize) -> Option<Vec<Tensor>> {
     }
     let kernel = build_item(w, it).ok()?;
     let refs: Vec<Option<&Value>> = values.iter().map(Option::as_ref).collect();
-    let outs = kernel.run(&refs, &RunContext::default()).ok()?;
+    // A buffer over MAX_FOLDED_BYTES is refused as soon as the kernel asks for it: the node is
+    // left to run time (where a size over the memory limits is an error).
+    let ctx = RunContext::default();
+    let outs = limits::guard(|| limits::with_session_limit(Some(MAX_FOLDED_BYTES), || kernel.run(&refs, &ctx))).ok()?;
     if outs.len() != it.node.outputs.len() {
         return None;
     }

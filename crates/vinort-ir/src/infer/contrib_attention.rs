@@ -25,7 +25,7 @@ fn div(d: &Dim, k: Option<usize>) -> Dim {
 
 fn mul(d: &Dim, k: Option<usize>) -> Dim {
     match (d.fixed(), k) {
-        (Some(v), Some(k)) => Dim::Fixed(v * k),
+        (Some(v), Some(k)) => v.checked_mul(k).map_or(Dim::Unknown, Dim::Fixed),
         _ => Dim::Unknown,
     }
 }
@@ -72,7 +72,11 @@ pub(crate) fn group_query_attention(c: &InferCtx<'_>) -> Out {
     let n = fixed(c.node.attr::<i64>("num_heads")?);
     let kv = fixed(c.node.attr::<i64>("kv_num_heads")?);
     let q = c.shape(0);
-    let h = if c.has(1) { div(&dim(q, 2), n) } else { div(&dim(q, 2), n.zip(kv).map(|(n, kv)| n + 2 * kv)) };
+    let h = if c.has(1) {
+        div(&dim(q, 2), n)
+    } else {
+        div(&dim(q, 2), n.zip(kv).and_then(|(n, kv)| n.checked_add(kv.checked_mul(2)?)))
+    };
     let total = c.const_ints(6).and_then(|t| t.first().copied()).and_then(|t| usize::try_from(t).ok());
     let past = if c.has(3) { dim(c.shape(3), 2).fixed() } else { Some(0) };
     let plen = total.zip(past).map_or(Dim::Unknown, |(t, p)| Dim::Fixed(t.max(p)));

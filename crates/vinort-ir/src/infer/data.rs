@@ -15,7 +15,7 @@ pub(crate) fn unique(c: &InferCtx<'_>) -> Out {
         (Some(_), None) => None,
     };
     let inverse = match (c.node.attr::<i64>("axis")?, c.shape(0)) {
-        (None, Some(x)) => x.iter().map(Dim::fixed).product::<Option<usize>>().map_or(Dim::Unknown, Dim::Fixed),
+        (None, Some(x)) => Dim::fixed_product(x).map_or(Dim::Unknown, Dim::Fixed),
         (Some(a), Some(x)) => x[norm_axis(c.node, a, x.len())?].clone(),
         _ => Dim::Unknown,
     };

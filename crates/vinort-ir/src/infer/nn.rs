@@ -24,7 +24,9 @@ fn div(d: &Dim, k: Option<i64>) -> Dim {
 
 fn mul(d: &Dim, k: Option<i64>) -> Dim {
     match (d.fixed(), k) {
-        (Some(v), Some(k)) if k > 0 => Dim::Fixed(v * k as usize),
+        (Some(v), Some(k)) if k > 0 => {
+            usize::try_from(k).ok().and_then(|k| v.checked_mul(k)).map_or(Dim::Unknown, Dim::Fixed)
+        }
         _ => Dim::Unknown,
     }
 }
@@ -216,7 +218,8 @@ pub(crate) fn col2im(c: &InferCtx<'_>) -> Out {
         return Ok(vec![tensor(c.dtype(0), None)]);
     };
     let x = c.shape(0);
-    let block: Option<usize> = c.const_ints(2).and_then(|b| b.iter().map(|v| usize::try_from(*v).ok()).product());
+    let block: Option<usize> =
+        c.const_ints(2).and_then(|b| b.iter().try_fold(1usize, |a, v| a.checked_mul(usize::try_from(*v).ok()?)));
     let channels = match (x.and_then(|x| x.get(1)).and_then(Dim::fixed), block) {
         (Some(cb), Some(b)) if b > 0 => Dim::Fixed(cb / b),
         _ => Dim::Unknown,

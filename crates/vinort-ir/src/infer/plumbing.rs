@@ -41,8 +41,9 @@ pub(crate) fn reshape(c: &InferCtx<'_>) -> Out {
             v => Dim::Fixed(v as usize),
         });
     }
-    if let (Some(at), Some(total)) = (infer_at, x.and_then(|x| x.iter().map(Dim::fixed).product::<Option<usize>>())) {
-        let known: Option<usize> = out.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, d)| d.fixed()).product();
+    if let (Some(at), Some(total)) = (infer_at, x.and_then(Dim::fixed_product)) {
+        let others: Vec<Dim> = out.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, d)| d.clone()).collect();
+        let known = Dim::fixed_product(&others);
         if let Some(k) = known {
             if k == 0 || total % k != 0 {
                 return Err(n.error(format!("cannot infer -1: {total} elements over {k}")));
@@ -101,7 +102,7 @@ pub(crate) fn flatten(c: &InferCtx<'_>) -> Out {
     if a < 0 || a > r {
         return Err(c.node.error(format!("axis {axis} out of range for rank {r}")));
     }
-    let prod = |d: &[Dim]| d.iter().map(Dim::fixed).product::<Option<usize>>().map(Dim::Fixed).unwrap_or(Dim::Unknown);
+    let prod = |d: &[Dim]| Dim::fixed_product(d).map_or(Dim::Unknown, Dim::Fixed);
     Ok(vec![tensor(c.dtype(0), Some(vec![prod(&x[..a as usize]), prod(&x[a as usize..])]))])
 }
 

@@ -309,7 +309,14 @@ pub(crate) fn max_unpool(c: &InferCtx<'_>) -> Out {
     for i in 0..sp {
         out.push(match x[2 + i].fixed() {
             Some(len) => {
-                let o = (len as i64 - 1) * strides[i] - pads[i] - pads[i + sp] + kernel[i];
+                // Attributes are the model's word: checked arithmetic, an overflow is an error.
+                let o = i64::try_from(len)
+                    .ok()
+                    .and_then(|l| (l - 1).checked_mul(strides[i]))
+                    .and_then(|v| v.checked_sub(pads[i]))
+                    .and_then(|v| v.checked_sub(pads[i + sp]))
+                    .and_then(|v| v.checked_add(kernel[i]))
+                    .ok_or_else(|| n.error(format!("spatial axis {i}'s size overflows")))?;
                 if o < 0 {
                     return Err(n.error(format!("spatial axis {i} would have size {o}")));
                 }

@@ -6,6 +6,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::dtype::Elem;
+use crate::limits::{self, Refused, Which};
 
 /// A 64-byte aligned, zero-initialised heap buffer.
 pub struct AlignedBuf {
@@ -30,12 +31,20 @@ impl AlignedBuf {
             let ptr = NonNull::new(ALIGN as *mut u8).unwrap_or(NonNull::dangling());
             return AlignedBuf { ptr, len };
         }
-        let layout = Layout::from_size_align(len, ALIGN)
-            .unwrap_or_else(|_| panic!("allocation of {len} bytes exceeds the address space"));
+        // Sizes come from models and callers: checked against the memory limits first, and
+        // a refusal unwinds to the kernel's or compile's `limits::guard` as a typed error.
+        if let Err(r) = limits::reserve(len) {
+            limits::refuse(r)
+        }
+        let system_refused = || {
+            limits::release(len);
+            limits::refuse(Refused { bytes: len, limit: 0, held: limits::held(), which: Which::System })
+        };
+        let Ok(layout) = Layout::from_size_align(len, ALIGN) else { system_refused() };
         crate::stats::record_alloc(len);
         // SAFETY: layout has a non-zero size.
         let raw = unsafe { alloc_zeroed(layout) };
-        let Some(ptr) = NonNull::new(raw) else { std::alloc::handle_alloc_error(layout) };
+        let Some(ptr) = NonNull::new(raw) else { system_refused() };
         AlignedBuf { ptr, len }
     }
 
@@ -69,6 +78,7 @@ impl Drop for AlignedBuf {
         if self.len != 0 {
             // SAFETY: allocated in `zeroed` with exactly this layout.
             unsafe { dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.len, ALIGN)) }
+            limits::release(self.len);
         }
     }
 }

@@ -17,16 +17,24 @@ pub use buffer::{ALIGN, AlignedBuf, pool};
 /// A tensor shape: one extent per axis, stored inline up to rank 6.
 pub type Shape = SmallVec<[usize; 6]>;
 
-/// Number of elements of a shape (1 for a scalar).
+/// Number of elements of a shape (1 for a scalar). A count that overflows `usize` saturates
+/// at `usize::MAX`, which no allocation meets (see [`crate::limits`]): it never wraps to a
+/// small number.
 pub fn numel(shape: &[usize]) -> usize {
-    shape.iter().product()
+    crate::limits::byte_size(shape, 1).unwrap_or(usize::MAX)
+}
+
+/// Bytes of `n` elements of `size` bytes, saturating like [`numel`].
+fn bytes_of(n: usize, size: usize) -> usize {
+    n.saturating_mul(size)
 }
 
 /// Row-major strides (in elements) of a shape.
 pub fn strides_of(shape: &[usize]) -> Shape {
     let mut s: Shape = smallvec::smallvec![1; shape.len()];
+    // Saturating: the strides of a shape too big to allocate are never used for one.
     for i in (0..shape.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * shape[i + 1];
+        s[i] = s[i + 1].saturating_mul(shape[i + 1]);
     }
     s
 }
@@ -96,12 +104,21 @@ fn storage_compatible(stored: DType, as_: DType) -> bool {
 
 impl Tensor {
     /// A tensor of zeros (empty strings for `String`).
+    ///
+    /// # Panics
+    /// Like every infallible constructor here, when the tensor is over the memory limits
+    /// ([`crate::limits`]): inside [`crate::limits::guard`] (every kernel runs in one) that
+    /// is [`Error::MemoryLimit`]; the fallible constructors (`from_slice`, `from_vec`,
+    /// `build_raw`, `build_as`) return that error themselves.
     pub fn zeros(dtype: DType, shape: &[usize]) -> Tensor {
         let n = numel(shape);
         if dtype == DType::String {
+            if let Err(r) = crate::limits::check(bytes_of(n, std::mem::size_of::<String>())) {
+                crate::limits::refuse(r)
+            }
             return Tensor { dtype, shape: shape.into(), data: Data::Strings(vec![String::new(); n].into()) };
         }
-        let buf = Shared::zeroed(n * dtype.size());
+        let buf = Shared::zeroed(bytes_of(n, dtype.size()));
         Tensor::from_aligned(dtype, shape, buf)
     }
 
@@ -124,7 +141,7 @@ impl Tensor {
         fill: impl FnOnce(&mut [T]) -> std::result::Result<(), E>,
     ) -> std::result::Result<Tensor, E> {
         let n = numel(shape);
-        let mut buf = Shared::zeroed(n * std::mem::size_of::<T>());
+        let mut buf = Shared::zeroed(bytes_of(n, std::mem::size_of::<T>()));
         fill(&mut buf.typed_mut::<T>()[..n])?;
         Ok(Tensor::from_aligned(T::DTYPE, shape, buf))
     }
@@ -138,7 +155,7 @@ impl Tensor {
         fill: impl FnOnce(&mut [T]) -> std::result::Result<(), E>,
     ) -> std::result::Result<Tensor, E> {
         let n = numel(shape);
-        let bytes = n * std::mem::size_of::<T>();
+        let bytes = bytes_of(n, std::mem::size_of::<T>());
         // Every bit pattern is a value of every element type but bool.
         let mut buf = if T::DTYPE == DType::Bool { Shared::zeroed(bytes) } else { Shared::for_overwrite(bytes) };
         fill(&mut buf.typed_mut::<T>()[..n])?;
@@ -160,7 +177,7 @@ impl Tensor {
         if !storage_compatible(dtype, T::DTYPE) {
             return Err(Error::DTypeMismatch { expected: dtype, found: T::DTYPE });
         }
-        let mut t = Tensor::build::<T>(shape, fill);
+        let mut t = crate::limits::guard(|| Ok(Tensor::build::<T>(shape, fill)))?;
         t.dtype = dtype;
         Ok(t)
     }
@@ -171,7 +188,7 @@ impl Tensor {
         if dtype == DType::String {
             return Err(Error::invalid("string tensors have no raw bytes"));
         }
-        let mut buf = Shared::zeroed(numel(shape) * dtype.size());
+        let mut buf = crate::limits::guard(|| Ok(Shared::zeroed(bytes_of(numel(shape), dtype.size()))))?;
         fill(buf.as_mut_slice());
         if dtype == DType::Bool {
             for b in buf.as_mut_slice() {
@@ -185,7 +202,7 @@ impl Tensor {
     pub fn from_slice<T: Elem>(shape: &[usize], data: &[T]) -> Result<Tensor> {
         check_len(shape, data.len())?;
         crate::stats::record_copy(std::mem::size_of_val(data));
-        Ok(Tensor::build::<T>(shape, |out| out.copy_from_slice(data)))
+        crate::limits::guard(|| Ok(Tensor::build::<T>(shape, |out| out.copy_from_slice(data))))
     }
 
     /// A tensor made from a `Vec` (copied once into aligned storage).
@@ -214,11 +231,11 @@ impl Tensor {
             return Err(Error::invalid("string tensors cannot be made from raw bytes"));
         }
         let n = numel(shape);
-        if bytes.len() != n * dtype.size() {
+        if bytes.len() != bytes_of(n, dtype.size()) {
             return Err(Error::invalid(format!(
                 "{} bytes cannot hold a {dtype} tensor of shape {shape:?} ({} bytes)",
                 bytes.len(),
-                n * dtype.size()
+                bytes_of(n, dtype.size())
             )));
         }
         if dtype == DType::Bool && bytes.iter().any(|b| *b > 1) {
@@ -255,7 +272,7 @@ impl Tensor {
     /// # Safety
     /// As for [`Tensor::borrow_slice`]: the tensor must not outlive `bytes`.
     pub unsafe fn borrow_bytes(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<Tensor> {
-        if dtype == DType::String || bytes.len() != numel(shape) * dtype.size() {
+        if dtype == DType::String || bytes.len() != bytes_of(numel(shape), dtype.size()) {
             return Err(Error::invalid(format!(
                 "{} bytes cannot hold a {dtype} tensor of shape {shape:?}",
                 bytes.len()
@@ -434,7 +451,7 @@ impl Tensor {
             return Err(Error::invalid("string tensors have no raw bytes to reinterpret"));
         }
         let bytes = self.as_bytes();
-        if bytes.len() != numel(shape) * dtype.size() {
+        if bytes.len() != bytes_of(numel(shape), dtype.size()) {
             return Err(Error::invalid(format!(
                 "{} bytes cannot hold a {dtype} tensor of shape {shape:?}",
                 bytes.len()

@@ -276,6 +276,9 @@ impl Resize {
                 !((scales[a] - 1.0).abs() < 1e-9 && out_shape[a] == in_shape[a] && roi_id)
             })
             .collect();
+        // Scales and sizes are the model's values: the output must fit before any map of it
+        // is built.
+        crate::kernels::shape::copy::checked_numel(&out_shape)?;
         Ok(Plan { in_shape: in_shape.to_vec(), out_shape, scales, roi, axes })
     }
 

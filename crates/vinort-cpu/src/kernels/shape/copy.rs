@@ -52,13 +52,19 @@ pub(crate) fn dense_strides(shape: &[usize]) -> Dims<isize> {
     strides_of(shape).iter().map(|&s| s as isize).collect()
 }
 
-/// Number of elements of a shape, or an error when it does not fit in memory.
+/// Number of elements of a shape computed from a model's values, or
+/// [`Error::MemoryLimit`] when even one byte per element would not meet the memory limits
+/// (checked before any index table or buffer of that size is made).
 pub(crate) fn checked_numel(shape: &[usize]) -> Result<usize> {
-    shape
-        .iter()
-        .try_fold(1usize, |acc, d| acc.checked_mul(*d))
-        .filter(|n| *n <= isize::MAX as usize / 16)
-        .ok_or_else(|| Error::invalid(format!("shape {shape:?} has too many elements")))
+    use vinort_ir::limits::{self, Refused, Which};
+    let n = limits::byte_size(shape, 1).ok_or(Error::MemoryLimit(Refused {
+        bytes: usize::MAX,
+        limit: limits::single_limit(),
+        held: 0,
+        which: Which::Process,
+    }))?;
+    limits::check(n).map_err(Error::MemoryLimit)?;
+    Ok(n)
 }
 
 /// Builds the output of `out_shape` and element type `dtype` by running `steps` over `srcs`

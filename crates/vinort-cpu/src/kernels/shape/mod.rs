@@ -17,7 +17,7 @@ use vinort_ir::{DType, Error, Result, Tensor, Value};
 use crate::kernel::{FnKernel, Kernel, Registry, with_numeric};
 use crate::numeric::{Numeric, unsupported_dtype};
 
-mod copy;
+pub(crate) mod copy;
 mod gather;
 mod generate;
 mod numeric;
