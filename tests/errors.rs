@@ -362,3 +362,66 @@ fn a_run_time_request_past_the_memory_limit_is_a_typed_error() {
     assert_eq!((refused.bytes, refused.limit), (4224, 4096));
     assert_eq!(refused.which, vinort::ir::limits::Which::Session);
 }
+
+/// Models the black-box mutation run broke (issue 15), each now an error or a run, never a
+/// panic or an abort: shape inference over declared dims whose product overflows, a run-time
+/// shape declared 2^32+1 long, Resize scales of 1e30, and If nesting past protobuf's depth.
+#[test]
+fn mutation_regressions_are_errors_or_runs() {
+    let build_run = |m: onnx::ModelProto| -> Result<(), String> {
+        let s = Runtime::from_bytes(encode(&m)).map_err(|e| e.to_string())?.build().map_err(|e| e.to_string())?;
+        let inputs: Vec<(String, Tensor)> = s
+            .inputs()
+            .iter()
+            .map(|i| {
+                let shape: Vec<usize> = i.ty.static_shape().unwrap_or_default();
+                (i.name.clone(), Tensor::zeros(i.ty.tensor_dtype().unwrap(), &shape))
+            })
+            .collect();
+        s.run(inputs.iter().map(|(k, v)| (k.as_str(), v))).map(|_| ()).map_err(|e| e.to_string())
+    };
+    // Flatten of [2^40, 2^40, 0]: the flattened dims overflow, the tensor is empty.
+    let g = onnx::GraphProto {
+        name: Some("g".into()),
+        node: vec![node("Flatten", "f", &["x"], &["y"])],
+        input: vec![value_info("x", 1, &[1 << 40, 1 << 40, 0])],
+        output: vec![value_info("y", 1, &[])],
+        ..Default::default()
+    };
+    assert_eq!(build_run(model(g, 17)), Ok(()));
+    // Reshape whose shape input declares 2^32 + 1 elements: inference made a 100 GB shape.
+    let g = onnx::GraphProto {
+        name: Some("g".into()),
+        node: vec![node("Reshape", "r", &["x", "shape"], &["y"])],
+        input: vec![value_info("x", 1, &[2, 3]), value_info("shape", 7, &[(1 << 32) + 1])],
+        output: vec![value_info("y", 1, &[])],
+        ..Default::default()
+    };
+    let e = Runtime::from_bytes(encode(&model(g, 17))).unwrap().build().unwrap().run([
+        ("x", Tensor::zeros(vinort::DType::F32, &[2, 3])),
+        ("shape", Tensor::from_vec(&[1], vec![6i64]).unwrap()),
+    ]);
+    assert!(e.err().is_some_and(|e| e.to_string().contains("input 'shape'")));
+    // Resize by 1e30: refused before any coordinate map is built.
+    let x = f32_tensor("x", &[1, 1, 2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let g = onnx::GraphProto {
+        name: Some("g".into()),
+        node: vec![node("Resize", "big", &["x", "", "scales"], &["y"])],
+        initializer: vec![x, f32_tensor("scales", &[4], &[1.0, 1.0, 1e6, 1e30])],
+        output: vec![value_info("y", 1, &[])],
+        ..Default::default()
+    };
+    let e = build_run(model(g, 13)).unwrap_err();
+    assert!(e.contains("memory limit") && e.contains("'big'"), "{e}");
+    // If nested 200 deep: prost stops at 100 levels; the message names the ends of the path.
+    let leaf = onnx::GraphProto { name: Some("leaf".into()), ..Default::default() };
+    let mut body = leaf.clone();
+    for _ in 0..200 {
+        let mut n = node("If", "i", &["c"], &[]);
+        n.attribute.push(vinort::ir::proto::build::attr::graph("then_branch", body));
+        n.attribute.push(vinort::ir::proto::build::attr::graph("else_branch", leaf.clone()));
+        body = onnx::GraphProto { name: Some("b".into()), node: vec![n], ..Default::default() };
+    }
+    let e = load_err(encode(&model(body, 17)));
+    assert!(e.contains("recursion limit") && e.contains("levels") && e.len() < 400, "{e}");
+}

@@ -148,6 +148,10 @@ impl Rng {
     }
 }
 
+/// The largest random input `run` makes. A larger one is a model's declared dims gone wrong
+/// far more often than a real need, and it would take minutes to make and to run.
+const RANDOM_INPUT_MAX: usize = 1 << 30;
+
 fn random_input(info: &vinort::IoInfo, dims: &[(String, usize)], rng: &mut Rng) -> Result<Tensor> {
     let (Some(dtype), Some(shape)) = (info.ty.tensor_dtype(), info.ty.tensor_shape()) else {
         bail!("input '{}' has type {}; give it with --input", info.name, info.ty)
@@ -162,6 +166,16 @@ fn random_input(info: &vinort::IoInfo, dims: &[(String, usize)], rng: &mut Rng) 
         .collect();
     // Declared dims are the model's word: the size is checked before anything is made.
     let bytes = limits::byte_size(&shape, dtype.size().max(1)).unwrap_or(usize::MAX);
+    if bytes > RANDOM_INPUT_MAX && bytes <= limits::memory_limit() {
+        bail!(
+            "input '{}' of type {} and shape {:?} would be {} of random data (more than {}); give it with --input",
+            info.name,
+            info.ty,
+            shape,
+            limits::human(bytes),
+            limits::human(RANDOM_INPUT_MAX)
+        )
+    }
     if let Err(r) = limits::check(bytes) {
         bail!(
             "input '{}' of type {} and shape {:?}: {r}; give it with --input, or its symbolic dims with --dim",
@@ -182,8 +196,15 @@ fn random_input(info: &vinort::IoInfo, dims: &[(String, usize)], rng: &mut Rng) 
     })
 }
 
+/// Outputs larger than this many elements are summarized by type and shape only: their
+/// statistics would take a copy of eight bytes per element.
+const SUMMARY_MAX: usize = 1 << 24;
+
 fn summary(v: &Value) -> String {
     match v {
+        Value::Tensor(t) if t.len() > SUMMARY_MAX => {
+            format!("{} {:?} ({} elements: too many to summarize)", t.dtype(), t.shape(), t.len())
+        }
         Value::Tensor(t) => {
             let head = match t.to_f64_vec() {
                 Ok(x) => {

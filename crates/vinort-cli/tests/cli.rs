@@ -130,3 +130,40 @@ fn compile_writes_a_context_that_runs_and_matches_its_test_data() {
     assert!(text.contains("imported from its EPContext blob"), "{text}");
     assert!(text.contains("check output_0 (probabilities): shape ok"), "{text}");
 }
+
+/// A model's declared dims are its word: random inputs for `[2^40, 2^40]` (an overflowing
+/// size) and for `[2^36]` (over the memory limit) are clear errors, exit code 1, where they
+/// were a "capacity overflow" panic and an allocation abort (found by mutation, issue 15).
+#[test]
+fn huge_declared_input_dims_are_errors_not_aborts() {
+    use vinort::ir::proto::build;
+    use vinort::ir::proto::prost::Message;
+    let dir = tempfile::tempdir().unwrap();
+    for (name, dims, want) in [
+        ("overflow", vec![1i64 << 40, 1 << 40], "the size overflows"),
+        ("huge", vec![1 << 36], "does not fit the memory limit"),
+    ] {
+        let graph = vinort::ir::proto::onnx::GraphProto {
+            name: Some("g".into()),
+            // Shape's output is small, so the build passes and the input is what is too big.
+            node: vec![build::node("Shape", "s", &["x"], &["y"])],
+            input: vec![build::fixed_tensor_info("x", 1, &dims)],
+            output: vec![build::fixed_tensor_info("y", 7, &[dims.len() as i64])],
+            ..Default::default()
+        };
+        let path = dir.path().join(format!("{name}.onnx"));
+        std::fs::write(&path, build::model(8, &[("", 17)], graph).encode_to_vec()).unwrap();
+        let out = vinort().args(["run", "-e", "cpu", "-r", "1"]).arg(&path).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains(want) && err.contains("input 'x'") && !err.contains("panicked"), "{name}: {err}");
+    }
+    // The limit is the caller's to set.
+    let out = vinort()
+        .args(["run", "models/mobilenetv2_tiny/model.onnx", "-e", "cpu", "-r", "1", "--memory-limit", "32K"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("memory limit of 32768 bytes"), "{err}");
+}

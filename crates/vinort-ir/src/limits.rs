@@ -71,6 +71,8 @@ pub struct Refused {
     pub held: usize,
     /// Which limit.
     pub which: Which,
+    /// `bytes` is a lower bound: the element count, checked before the element size is known.
+    pub at_least: bool,
 }
 
 impl std::fmt::Display for Refused {
@@ -78,7 +80,8 @@ impl std::fmt::Display for Refused {
         let size = if self.bytes == usize::MAX {
             "more bytes than the address space holds (the size overflows)".to_owned()
         } else {
-            format!("{} bytes ({})", self.bytes, human(self.bytes))
+            let at_least = if self.at_least { "at least " } else { "" };
+            format!("{at_least}{} bytes ({})", self.bytes, human(self.bytes))
         };
         match self.which {
             Which::Session => {
@@ -189,12 +192,12 @@ pub fn check(bytes: usize) -> Result<(), Refused> {
     if let Some(s) = session_limit()
         && bytes > s
     {
-        return Err(Refused { bytes, limit: s, held: 0, which: Which::Session });
+        return Err(Refused { bytes, limit: s, held: 0, which: Which::Session, at_least: false });
     }
     let limit = memory_limit();
     let held = held();
     if bytes > limit.saturating_sub(held) {
-        return Err(Refused { bytes, limit, held, which: Which::Process });
+        return Err(Refused { bytes, limit, held, which: Which::Process, at_least: false });
     }
     Ok(())
 }
@@ -204,13 +207,13 @@ pub(crate) fn reserve(bytes: usize) -> Result<(), Refused> {
     if let Some(s) = session_limit()
         && bytes > s
     {
-        return Err(Refused { bytes, limit: s, held: 0, which: Which::Session });
+        return Err(Refused { bytes, limit: s, held: 0, which: Which::Session, at_least: false });
     }
     let limit = memory_limit();
     let before = LIVE.fetch_add(bytes.min(usize::MAX / 2), Relaxed);
     if bytes > limit || before > limit - bytes {
         LIVE.fetch_sub(bytes.min(usize::MAX / 2), Relaxed);
-        return Err(Refused { bytes, limit, held: before, which: Which::Process });
+        return Err(Refused { bytes, limit, held: before, which: Which::Process, at_least: false });
     }
     Ok(())
 }

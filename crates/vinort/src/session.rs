@@ -282,7 +282,7 @@ fn check_known_sizes(model: &Model, session_limit: Option<usize>) -> Result<()> 
                 return Err(Error::MemoryLimit {
                     node: Some(node.name.clone()),
                     op: Some(node.qualified_op()),
-                    refused: Refused { bytes, limit, held: 0, which },
+                    refused: Refused { bytes, limit, held: 0, which, at_least: false },
                 });
             }
         }

@@ -38,6 +38,10 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::graph::{Graph, Node, ValueId};
 use crate::tensor::Tensor;
+
+/// The highest rank inference derives from a run-time shape's length. ONNX sets none; real
+/// models stay far below it, and larger declared lengths are hostile or broken.
+pub const MAX_RANK: usize = 64;
 use crate::value::{Dim, ValueType};
 
 /// What a rule sees of a node's inputs.
@@ -70,9 +74,13 @@ impl InferCtx<'_> {
     /// The length of input `i` when it is 1-D with a fixed length: the rank of the shape a
     /// run-time shape tensor (Reshape's, Expand's) gives, or how many axes a run-time axes
     /// input names, even when its values are known only at run time.
+    ///
+    /// Every caller reads it as a rank (a run-time shape or axes list), so a length past
+    /// [`MAX_RANK`] is unknown: a model's declared dims can be anything (a declared
+    /// 4294967297 made a 100 GB shape).
     pub fn len_1d(&self, i: usize) -> Option<usize> {
         match self.shape(i)? {
-            [d] => d.fixed(),
+            [d] => d.fixed().filter(|n| *n <= MAX_RANK),
             _ => None,
         }
     }

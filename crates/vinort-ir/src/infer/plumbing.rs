@@ -234,7 +234,10 @@ pub(crate) fn constant_of_shape(c: &InferCtx<'_>) -> Out {
     };
     let shape = match c.const_ints(0) {
         Some(s) => Some(s.iter().map(|v| Dim::Fixed((*v).max(0) as usize)).collect()),
-        None => c.shape(0).and_then(|s| s.first()).and_then(Dim::fixed).map(|r| vec![Dim::Unknown; r]),
+        None => {
+            let rank = c.shape(0).and_then(|s| s.first()).and_then(Dim::fixed).filter(|r| *r <= super::MAX_RANK);
+            rank.map(|r| vec![Dim::Unknown; r])
+        }
     };
     Ok(vec![ValueType::Tensor(d, shape)])
 }

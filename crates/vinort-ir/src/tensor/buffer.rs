@@ -38,7 +38,13 @@ impl AlignedBuf {
         }
         let system_refused = || {
             limits::release(len);
-            limits::refuse(Refused { bytes: len, limit: 0, held: limits::held(), which: Which::System })
+            limits::refuse(Refused {
+                bytes: len,
+                limit: 0,
+                held: limits::held(),
+                which: Which::System,
+                at_least: false,
+            })
         };
         let Ok(layout) = Layout::from_size_align(len, ALIGN) else { system_refused() };
         crate::stats::record_alloc(len);

@@ -62,8 +62,9 @@ pub(crate) fn checked_numel(shape: &[usize]) -> Result<usize> {
         limit: limits::single_limit(),
         held: 0,
         which: Which::Process,
+        at_least: false,
     }))?;
-    limits::check(n).map_err(Error::MemoryLimit)?;
+    limits::check(n).map_err(|r| Error::MemoryLimit(Refused { at_least: true, ..r }))?;
     Ok(n)
 }
 

@@ -16,7 +16,7 @@
 //! Reshape, Flatten, Squeeze, Unsqueeze, Identity and inference Dropout share their input's
 //! storage; Constant hands out the same stored tensor on every run.
 
-use vinort_ir::{Error, Result, Tensor, Value, Values};
+use vinort_ir::{DType, Error, Result, Tensor, Value, Values};
 
 use super::copy::{Step, Strided, broadcast_scalar, dense_strides, run_plan};
 use super::{kernel, norm_axes, scalar_of, to_dim};
@@ -197,9 +197,15 @@ fn constant_of_shape(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
         Some(v) => return Err(info.node.error(format!("'value' must hold one element, it holds {}", v.len()))),
         None => Tensor::scalar(0f32),
     };
+    // A zero fill is the zeroed buffer itself: a large one is then fresh zero pages, not a
+    // write over every byte.
+    let zero = value.dtype() != DType::String && value.as_bytes().iter().all(|b| *b == 0);
     Ok(kernel(move |inputs| {
         let dims =
             tensor_in(inputs, 0)?.to_i64_vec()?.into_iter().map(|d| to_dim(d, "a dim")).collect::<Result<Vec<_>>>()?;
+        if zero {
+            return Ok(smallvec::smallvec![Tensor::zeros(value.dtype(), &dims).into()]);
+        }
         Ok(smallvec::smallvec![run_plan(value.dtype(), &[&value], &dims, &[broadcast_scalar(0, &dims)])?.into()])
     }))
 }
