@@ -413,6 +413,42 @@ fn mutation_regressions_are_errors_or_runs() {
     };
     let e = build_run(model(g, 13)).unwrap_err();
     assert!(e.contains("memory limit") && e.contains("'big'"), "{e}");
+    // Found by AFL (fuzz/): an initializer declaring 2^80 elements, Concat of scalars, and
+    // an antialiased Resize by 1e-30 (its filter asked for 2^60 taps).
+    let mut g = relu_graph();
+    g.initializer.push(onnx::TensorProto {
+        name: Some("w".into()),
+        dims: vec![1 << 40, 1 << 40],
+        data_type: Some(1),
+        ..Default::default()
+    });
+    assert!(load_err(encode(&model(g, 17))).contains("tensor 'w'"));
+    let g = onnx::GraphProto {
+        name: Some("g".into()),
+        node: vec![node("Concat", "c", &["a", "b"], &["y"])],
+        input: vec![value_info("a", 1, &[]), value_info("b", 1, &[])],
+        output: vec![value_info("y", 1, &[])],
+        ..Default::default()
+    };
+    let mut concat = node("Concat", "c", &["a", "b"], &["y"]);
+    concat.attribute.push(vinort::ir::proto::build::attr::int("axis", 0));
+    let g = onnx::GraphProto { node: vec![concat], ..g };
+    let e = build_run(model(g, 13)).unwrap_err();
+    assert!(e.contains("(Concat)"), "{e}");
+    let mut resize = node("Resize", "tiny", &["x", "", "scales"], &["y"]);
+    resize.attribute.push(vinort::ir::proto::build::attr::int("antialias", 1));
+    resize.attribute.push(vinort::ir::proto::build::attr::string("mode", "linear"));
+    let g = onnx::GraphProto {
+        name: Some("g".into()),
+        node: vec![resize],
+        initializer: vec![
+            f32_tensor("x", &[1, 1, 2, 2], &[1.0, 2.0, 3.0, 4.0]),
+            f32_tensor("scales", &[4], &[1.0, 1.0, 1.0, 1e-30]),
+        ],
+        output: vec![value_info("y", 1, &[])],
+        ..Default::default()
+    };
+    assert_eq!(build_run(model(g, 18)), Ok(()), "an empty output");
     // If nested 200 deep: prost stops at 100 levels; the message names the ends of the path.
     let leaf = onnx::GraphProto { name: Some("leaf".into()), ..Default::default() };
     let mut body = leaf.clone();

@@ -2,6 +2,7 @@
 fn main() {
     afl::fuzz!(|data: &[u8]| {
         vinort::ir::limits::set_memory_limit(256 << 20);
-        let _ = vinort::ir::limits::guard(|| vinort::ir::tensor_proto::decode_tensor(bytes::Bytes::copy_from_slice(data)));
+        let _ =
+            vinort::ir::limits::guard(|| vinort::ir::tensor_proto::decode_tensor(bytes::Bytes::copy_from_slice(data)));
     });
 }

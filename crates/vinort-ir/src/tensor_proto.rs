@@ -166,7 +166,10 @@ pub fn tensor_from_proto(t: &TensorProto, ext: &ExternalData) -> Result<Tensor> 
         let s = t.string_data.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect();
         return Tensor::from_strings(&shape, s);
     }
-    let packed_len = (n * dtype.packed_bits()).div_ceil(8);
+    let packed_len = n
+        .checked_mul(dtype.packed_bits())
+        .map(|bits| bits.div_ceil(8))
+        .ok_or_else(|| terr(format!("shape {shape:?} holds more {dtype} elements than memory can")))?;
     let raw = if external { Some(ext.load(name, &t.external_data, packed_len)?) } else { t.raw_data.clone() };
     if let Some(raw) = raw {
         if raw.len() != packed_len {

@@ -78,8 +78,11 @@ pub(crate) fn concat(c: &InferCtx<'_>) -> Out {
         let Some(s) = c.shape(i) else {
             return Ok(vec![tensor(c.dtype(0), None)]);
         };
+        if s.is_empty() {
+            return Err(n.error("cannot concatenate scalars"));
+        }
         let ax = norm_axis(n, axis, s.len())?;
-        total = total.zip(s[ax].fixed()).map(|(a, b)| a + b);
+        total = total.zip(s[ax].fixed()).and_then(|(a, b)| a.checked_add(b));
         if out.is_none() {
             out = Some(s.to_vec());
         }

@@ -394,9 +394,13 @@ impl Resize {
         let radius = if self.mode == Mode::Linear { 1.0 } else { 2.0 };
         // Antialiasing stretches the filter by 1/scale when downsampling.
         let fs = if self.antialias { s.min(1.0) } else { 1.0 };
-        let start = (-radius / fs).floor() as i64 + 1;
+        // A filter wider than the input reaches every pixel whatever its width: capped there,
+        // so a tiny antialiased scale (1e-30) cannot ask for a 2^60-tap filter.
+        let reach = (radius / fs).min(li as f64 + radius);
+        let start = (-reach).floor() as i64 + 1;
         let n = (2 - 2 * start) as usize;
-        let mut t = Taps { n, idx: Vec::with_capacity(lo * n), w: Vec::with_capacity(lo * n), skip: vec![false; lo] };
+        let cap = lo.saturating_mul(n).min(1 << 24);
+        let mut t = Taps { n, idx: Vec::with_capacity(cap), w: Vec::with_capacity(cap), skip: vec![false; lo] };
         let mut w = vec![0.0f64; n];
         for y in 0..lo {
             let x = self.source(y, s, li, lo, roi);
@@ -438,6 +442,10 @@ impl Kernel for Resize {
         let p = self.plan(x.shape(), inputs)?;
         if p.in_shape.iter().zip(&p.out_shape).any(|(i, o)| *i == 0 && *o != 0) {
             return Err(Error::invalid("cannot resize an empty axis to a non-empty one"));
+        }
+        // An empty output may still have a huge axis: no coordinate map is made for it.
+        if p.out_shape.contains(&0) {
+            return Ok(smallvec::smallvec![Value::Tensor(Tensor::zeros(x.dtype(), &p.out_shape))]);
         }
         let y = if self.mode == Mode::Nearest {
             self.run_nearest(x, &p)?

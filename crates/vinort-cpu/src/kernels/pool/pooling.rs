@@ -435,6 +435,18 @@ impl Pool {
             Some(_) => (to3(spatial, 1), to3(&out, 1)),
         };
         let (k, s, d, b, e) = (to3(&kernel, 1), to3(&strides, 1), to3(&dilations, 1), to3(&pb, 0), to3(&pe, 0));
+        // The tables below hold a window per output position: attributes (pads, kernel) are the
+        // model's word, so their size is checked first, even for an empty output.
+        // Each position is a small vector of its own, so the bound is on positions × taps
+        // (2^24, far past any real pool: 4096 positions of a 4096-wide window).
+        for a in 0..3 {
+            if o[a].saturating_mul(k[a]) > 1 << 24 {
+                return Err(Error::unsupported(format!(
+                    "a pool of {} output positions over a {}-wide window along one axis (pads {:?}/{:?})",
+                    o[a], k[a], pb, pe
+                )));
+            }
+        }
         let axes = [0, 1, 2].map(|a| axis(i[a], o[a], k[a], s[a], d[a], b[a], e[a]));
         // (The depth window must hold the one depth position: a depth pad as large as the
         // kernel leaves it empty, and every output is then LOWEST.)

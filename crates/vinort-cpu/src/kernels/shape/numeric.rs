@@ -151,6 +151,9 @@ pub(super) fn top_k_tensors(x: &Tensor, k: i64, axis: i64, largest: bool) -> Res
         .ok_or_else(|| Error::invalid(format!("TopK k={k} is outside [0, {d}]")))?;
     let mut shape = x.shape().to_vec();
     shape[a] = k;
+    checked_numel(&shape)?;
+    // An empty tensor may still declare a huge axis: nothing is sorted, so no line is made.
+    let d = if x.is_empty() { 0 } else { d };
     with_numeric!(x.dtype(), |T| {
         let src = x.as_slice::<T>()?;
         // Ties go to the lower index, as the spec requires, so the order is total.

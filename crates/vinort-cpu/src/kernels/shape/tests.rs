@@ -1055,6 +1055,10 @@ fn top_k_spec_cases_and_errors() {
     assert!(run_t("TopK", 11, vec![], vec![Some(x.clone()), Some(ints(&[5]))], 2).is_err());
     assert!(run_t("TopK", 11, vec![], vec![Some(x.clone()), Some(ints(&[-1]))], 2).is_err());
     assert!(run_t("TopK", 11, vec![("axis", a_int(2))], vec![Some(x), Some(ints(&[1]))], 2).is_err());
+    // An empty input with a huge sorted axis (found by AFL): once a 1.7 TB scratch line.
+    let empty = Tensor::zeros(DType::F32, &[0, 1 << 37]);
+    let out = run_t("TopK", 11, vec![], vec![Some(empty), Some(ints(&[3]))], 2).unwrap();
+    assert_eq!((out[0].shape(), out[1].shape()), (&[0, 3][..], &[0, 3][..]));
 }
 
 #[test]
