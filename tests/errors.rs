@@ -461,3 +461,42 @@ fn mutation_regressions_are_errors_or_runs() {
     let e = load_err(encode(&model(body, 17)));
     assert!(e.contains("recursion limit") && e.contains("levels") && e.len() < 400, "{e}");
 }
+
+/// Every input AFL found crashing or hanging a target (fuzz/regressions, see fuzz/README.md)
+/// loads, builds and runs on `[Cpu]` to a result or an error, never a panic, within a time
+/// that is not a hang.
+#[test]
+fn afl_findings_stay_fixed() {
+    let dir = common::repo().join("fuzz/regressions");
+    let mut models = 0;
+    for entry in std::fs::read_dir(dir.join("model")).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        let t0 = std::time::Instant::now();
+        let outcome = std::panic::catch_unwind(|| {
+            let Ok(b) = Runtime::from_bytes(bytes) else { return };
+            let Ok(s) = b.memory_limit(64 << 20).build() else { return };
+            let mut inputs = vec![];
+            for i in s.inputs().iter().filter(|i| i.required()) {
+                let (Some(dt), Some(shape)) = (i.ty.tensor_dtype(), i.ty.static_shape()) else { return };
+                if shape.iter().product::<usize>() > 1 << 16 || dt == vinort::DType::String {
+                    return;
+                }
+                inputs.push((i.name.clone(), Tensor::zeros(dt, &shape)));
+            }
+            let _ = s.run(inputs.iter().map(|(k, v)| (k.as_str(), v)));
+        });
+        assert!(outcome.is_ok(), "{} panicked", path.display());
+        assert!(t0.elapsed() < std::time::Duration::from_secs(30), "{} took {:?}", path.display(), t0.elapsed());
+        models += 1;
+    }
+    let mut tensors = 0;
+    for entry in std::fs::read_dir(dir.join("tensor")).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = bytes::Bytes::from(std::fs::read(&path).unwrap());
+        let outcome = std::panic::catch_unwind(|| vinort::ir::tensor_proto::decode_tensor(bytes).map(|_| ()));
+        assert!(outcome.is_ok(), "{} panicked", path.display());
+        tensors += 1;
+    }
+    assert!(models >= 29 && tensors >= 13, "{models} models, {tensors} tensors");
+}
