@@ -402,6 +402,15 @@ fn mutation_regressions_are_errors_or_runs() {
         ("shape", Tensor::from_vec(&[1], vec![6i64]).unwrap()),
     ]);
     assert!(e.err().is_some_and(|e| e.to_string().contains("input 'shape'")));
+    // Col2Im whose image_shape input declares 2^40 values: inference read that as a rank.
+    let g = onnx::GraphProto {
+        name: Some("g".into()),
+        node: vec![node("Col2Im", "c", &["x", "image", "block"], &["y"])],
+        input: vec![value_info("x", 1, &[1, 4, 4]), value_info("image", 7, &[1 << 40]), value_info("block", 7, &[2])],
+        output: vec![value_info("y", 1, &[])],
+        ..Default::default()
+    };
+    assert!(Runtime::from_bytes(encode(&model(g, 18))).unwrap().build().is_ok());
     // Resize by 1e30: refused before any coordinate map is built.
     let x = f32_tensor("x", &[1, 1, 2, 2], &[1.0, 2.0, 3.0, 4.0]);
     let g = onnx::GraphProto {

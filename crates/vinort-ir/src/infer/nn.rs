@@ -124,7 +124,8 @@ pub(crate) fn affine_grid(c: &InferCtx<'_>) -> Out {
             out.push(Dim::Fixed(s.len() - 2));
             Some(out)
         }
-        _ => match c.shape(1).and_then(|s| s.first()).and_then(Dim::fixed) {
+        // A rank read from a declared dim: past MAX_RANK it is the model's word gone wrong.
+        _ => match c.shape(1).and_then(|s| s.first()).and_then(Dim::fixed).filter(|r| *r <= super::MAX_RANK) {
             Some(r) if r >= 3 => {
                 let mut out = vec![dim(c.shape(0), 0)];
                 out.extend(std::iter::repeat_n(Dim::Unknown, r - 2));
@@ -212,7 +213,7 @@ pub(crate) fn col2im(c: &InferCtx<'_>) -> Out {
     let image = c.const_ints(1);
     let rank = match (&image, c.shape(1).and_then(|s| s.first()).and_then(Dim::fixed)) {
         (Some(i), _) => Some(i.len()),
-        (None, r) => r,
+        (None, r) => r.filter(|r| *r <= super::MAX_RANK),
     };
     let Some(rank) = rank else {
         return Ok(vec![tensor(c.dtype(0), None)]);
