@@ -361,7 +361,7 @@ def classify(rc, out):
 
 
 def run_one(args, path, providers):
-    cmd = [args.vinort, "run", str(path), "-e", providers, "-r", "1"]
+    cmd = [args.vinort, "run", str(path), "-e", providers, "-r", "1", *args.vinort_arg]
     env = dict(os.environ, RUST_BACKTRACE="0")
     try:
         p = subprocess.run(cmd, capture_output=True, timeout=args.timeout, env=env)
@@ -383,6 +383,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--max-seed-bytes", type=int, default=2_000_000)
     ap.add_argument("--keep", help="folder for failing models and their outputs")
+    ap.add_argument("--vinort-arg", action="append", default=[], help="an extra argument of `vinort run` (repeatable)")
     args = ap.parse_args()
     providers = args.providers or ["cpu"]
     seeds = seeds_from(args.seeds, args.max_seed_bytes)
