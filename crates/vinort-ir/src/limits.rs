@@ -210,9 +210,13 @@ pub(crate) fn reserve(bytes: usize) -> Result<(), Refused> {
         return Err(Refused { bytes, limit: s, held: 0, which: Which::Session, at_least: false });
     }
     let limit = memory_limit();
-    let before = LIVE.fetch_add(bytes.min(usize::MAX / 2), Relaxed);
-    if bytes > limit || before > limit - bytes {
-        LIVE.fetch_sub(bytes.min(usize::MAX / 2), Relaxed);
+    if bytes > limit {
+        return Err(Refused { bytes, limit, held: held(), which: Which::Process, at_least: false });
+    }
+    // Counted first, then checked, so two threads cannot both take the last free bytes.
+    let before = LIVE.fetch_add(bytes, Relaxed);
+    if before > limit - bytes {
+        LIVE.fetch_sub(bytes, Relaxed);
         return Err(Refused { bytes, limit, held: before, which: Which::Process, at_least: false });
     }
     Ok(())
