@@ -11,8 +11,10 @@ use std::fmt;
 use std::sync::OnceLock;
 
 /// The oldest OpenVINO release vinort runs on: the C API calls it uses (properties by name,
-/// host-pointer tensors, partial-shape reshape) are all there from 2024.0 on.
-pub const MINIMUM: &str = "2024.0";
+/// host-pointer tensors, partial-shape reshape) are all there from 2024.0 on, but 2025.1
+/// renumbered the C element types (`ov_element_type_e`), and openvino-sys binds the new
+/// numbering, so an older library would read every tensor with the wrong type.
+pub const MINIMUM: &str = "2025.1";
 
 /// The command that re-measures the table on the installed OpenVINO.
 pub const REMEASURE: &str = "python3 scripts/probe_openvino_ops.py";

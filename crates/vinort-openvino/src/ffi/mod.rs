@@ -47,14 +47,9 @@ fn check(call: &'static str, status: sys::ov_status_e) -> OvResult<()> {
     if status == sys::ov_status_e::OK {
         return Ok(());
     }
-    // SAFETY: returns a thread-local C string owned by OpenVINO, valid until the next call.
-    let msg = unsafe { sys::ov_get_last_err_msg() };
-    let message = if msg.is_null() {
-        String::new()
-    } else {
-        // SAFETY: non-null, NUL-terminated (OpenVINO contract).
-        unsafe { CStr::from_ptr(msg) }.to_string_lossy().trim().to_owned()
-    };
+    // SAFETY: returns a copy of the thread's last error message, allocated for the caller
+    // (valgrind found it leaked when read in place): take_string frees it with ov_free.
+    let message = take_string(unsafe { sys::ov_get_last_err_msg() }).trim().to_owned();
     Err(OvError::Call { call, status: status as i32, message })
 }
 
@@ -86,12 +81,144 @@ pub fn load_library(explicit: Option<&Path>) -> OvResult<&'static Path> {
             let Some(path) = s.found else {
                 return Err(OvError::LibraryNotFound { tried: s.tried });
             };
+            check_library(&path)?;
             sys::library::load_from(&path).map_err(|message| OvError::Load { path: path.clone(), message })?;
             tracing::debug!(path = %path.display(), "OpenVINO library loaded");
             Ok(path)
         })
         .as_deref()
         .map_err(Clone::clone)
+}
+
+/// Every C function vinort calls (the free functions of the owned handles included): a library
+/// lacking one is refused when it is loaded, because openvino-sys would panic at the first call
+/// of a missing function. A test checks the list against the calls in the source.
+pub const SYMBOLS: &[&str] = &[
+    "ov_available_devices_free",
+    "ov_compiled_model_create_infer_request",
+    "ov_compiled_model_export_model",
+    "ov_compiled_model_free",
+    "ov_compiled_model_get_property",
+    "ov_compiled_model_input_by_index",
+    "ov_compiled_model_inputs_size",
+    "ov_compiled_model_output_by_index",
+    "ov_compiled_model_outputs_size",
+    "ov_core_compile_model_from_file_props",
+    "ov_core_compile_model_props",
+    "ov_core_create",
+    "ov_core_free",
+    "ov_core_get_available_devices",
+    "ov_core_get_property",
+    "ov_core_import_model",
+    "ov_core_read_model",
+    "ov_core_read_model_from_memory_buffer",
+    "ov_core_set_properties",
+    "ov_free",
+    "ov_get_last_err_msg",
+    "ov_get_openvino_version",
+    "ov_infer_request_cancel",
+    "ov_infer_request_free",
+    "ov_infer_request_get_output_tensor_by_index",
+    "ov_infer_request_infer",
+    "ov_infer_request_set_input_tensor_by_index",
+    "ov_infer_request_set_output_tensor_by_index",
+    "ov_layout_create",
+    "ov_layout_free",
+    "ov_model_free",
+    "ov_model_reshape_input_by_name",
+    "ov_output_const_port_free",
+    "ov_partial_shape_create",
+    "ov_partial_shape_free",
+    "ov_partial_shape_to_string",
+    "ov_port_get_element_type",
+    "ov_port_get_partial_shape",
+    "ov_preprocess_input_info_free",
+    "ov_preprocess_input_info_get_model_info",
+    "ov_preprocess_input_model_info_free",
+    "ov_preprocess_input_model_info_set_layout",
+    "ov_preprocess_prepostprocessor_build",
+    "ov_preprocess_prepostprocessor_create",
+    "ov_preprocess_prepostprocessor_free",
+    "ov_preprocess_prepostprocessor_get_input_info_by_name",
+    "ov_shape_create",
+    "ov_shape_free",
+    "ov_tensor_create",
+    "ov_tensor_create_from_host_ptr",
+    "ov_tensor_data",
+    "ov_tensor_free",
+    "ov_tensor_get_byte_size",
+    "ov_tensor_get_shape",
+    "ov_version_free",
+];
+
+/// Opens the library on its own and checks it exports every function in [`SYMBOLS`] and
+/// reports a `year.minor` version: an OpenVINO too old for vinort, or a library that is not
+/// OpenVINO's C API, is an error naming what is wrong before openvino-sys binds it (which
+/// would panic on a missing function or an unreadable version).
+fn check_library(path: &Path) -> OvResult<()> {
+    let load = |message: String| OvError::Load { path: path.to_owned(), message };
+    // SAFETY: opening a shared library runs its initialisers; this is the library the caller
+    // chose to load (openvino-sys opens the same file right after).
+    let lib = unsafe { libloading::Library::new(path) }.map_err(|e| load(e.to_string()))?;
+    let missing: Vec<&str> = SYMBOLS
+        .iter()
+        // SAFETY: only the symbol's presence is checked; it is never called through this handle.
+        .filter(|name| unsafe { lib.get::<unsafe extern "C" fn()>(name.as_bytes()) }.is_err())
+        .copied()
+        .collect();
+    match missing.as_slice() {
+        [] => {
+            let version = version_of(&lib).map_err(load)?;
+            use crate::version::{self as v, Compatibility, MEASURED};
+            match v::parse(&version).as_deref() {
+                Some([_, _, ..]) if v::compare(&version, MEASURED.full(), v::MINIMUM) == Compatibility::TooOld => {
+                    let old = OvError::VersionTooOld { found: version, minimum: v::MINIMUM, measured: MEASURED.full() };
+                    Err(load(old.to_string()))
+                }
+                Some([_, _, ..]) => Ok(()),
+                _ => Err(load(format!("its version `{version}` is not OpenVINO's `year.minor...`"))),
+            }
+        }
+        [..] if missing.len() == SYMBOLS.len() => {
+            Err(load("it exports none of OpenVINO's C API (is it libopenvino_c?)".to_owned()))
+        }
+        _ => Err(load(format!(
+            "it lacks {} of the {} OpenVINO C functions vinort calls ({}{}): an OpenVINO older than {} or not a \
+             complete build; install one with `{}`",
+            missing.len(),
+            SYMBOLS.len(),
+            missing.iter().take(4).copied().collect::<Vec<_>>().join(", "),
+            if missing.len() > 4 { ", ..." } else { "" },
+            crate::version::MINIMUM,
+            finder::INSTALL_HINT
+        ))),
+    }
+}
+
+/// The version a library reports, called through `lib` (before openvino-sys binds it).
+fn version_of(lib: &libloading::Library) -> Result<String, String> {
+    type GetVersion = unsafe extern "C" fn(*mut sys::ov_version_t) -> sys::ov_status_e;
+    type FreeVersion = unsafe extern "C" fn(*mut sys::ov_version_t);
+    // SAFETY: both symbols were found above and have these C signatures in OpenVINO's C API.
+    let (get, free) = unsafe {
+        (
+            lib.get::<GetVersion>(b"ov_get_openvino_version").map_err(|e| e.to_string())?,
+            lib.get::<FreeVersion>(b"ov_version_free").map_err(|e| e.to_string())?,
+        )
+    };
+    let mut v = sys::ov_version_t { buildNumber: ptr::null(), description: ptr::null() };
+    // SAFETY: v is a valid out-parameter.
+    if unsafe { get(&mut v) } != sys::ov_status_e::OK {
+        return Err("its ov_get_openvino_version failed".to_owned());
+    }
+    let s = match v.buildNumber.is_null() {
+        true => String::new(),
+        // SAFETY: NUL-terminated string owned by v until it is freed below.
+        false => unsafe { CStr::from_ptr(v.buildNumber) }.to_string_lossy().into_owned(),
+    };
+    // SAFETY: v was filled by the library's ov_get_openvino_version.
+    unsafe { free(&mut v) };
+    Ok(s)
 }
 
 /// The OpenVINO version string (`2026.4.1-...`).
@@ -176,4 +303,42 @@ pub fn import_with(blob: &[u8], device: &str, props: &[(String, String)]) -> OvR
     };
     drop(cores);
     core.import(blob, device)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SYMBOLS;
+
+    /// Every `sys::ov_*(` call and owned handle's free function in the crate is in [`SYMBOLS`],
+    /// so a library lacking one is refused at load instead of panicking at the call.
+    #[test]
+    fn symbols_lists_every_c_function_called() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut called = std::collections::BTreeSet::new();
+        let mut stack = vec![src];
+        while let Some(dir) = stack.pop() {
+            for e in std::fs::read_dir(&dir).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                    continue;
+                }
+                let text = std::fs::read_to_string(&p).unwrap();
+                for (i, _) in text.match_indices("ov_") {
+                    let name: String =
+                        text[i..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                    let rest = &text[i + name.len()..];
+                    let call = text[..i].ends_with("sys::") && rest.starts_with('(');
+                    // The free function of an `owned_handle!`, named after the handle type.
+                    let handle_free = name.ends_with("_free") && text[..i].ends_with("_t, ");
+                    if call || handle_free {
+                        called.insert(name);
+                    }
+                }
+            }
+        }
+        assert!(called.len() > 40, "the scan found too few calls: {called:?}");
+        let missing: Vec<&String> = called.iter().filter(|n| !SYMBOLS.contains(&n.as_str())).collect();
+        assert!(missing.is_empty(), "called but not in SYMBOLS: {missing:?}");
+    }
 }
