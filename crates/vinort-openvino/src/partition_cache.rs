@@ -67,6 +67,16 @@ pub fn entry(
 
 const SECOND_OFFSET: u64 = 0x6c62_272e_07bb_0142;
 
+/// Checks that the cache folder exists or can be created and that a file can be written in
+/// it (a read-only, full or unreachable folder fails here).
+pub fn usable(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let probe = tempfile::Builder::new().prefix(".vinort-write-check").tempfile_in(dir)?;
+    std::io::Write::write_all(&mut probe.as_file(), b"vinort")?;
+    probe.as_file().sync_all()?;
+    probe.close()
+}
+
 /// Writes the entry with `write` to a temporary sibling and renames it into place, so a
 /// reader never sees half an entry.
 pub fn store<E: From<std::io::Error>>(entry: &Path, write: impl FnOnce(&Path) -> Result<(), E>) -> Result<(), E> {
@@ -76,4 +86,152 @@ pub fn store<E: From<std::io::Error>>(entry: &Path, write: impl FnOnce(&Path) ->
         let _ = std::fs::remove_file(&tmp);
     }
     r
+}
+
+/// The checksum file of a partition file: its length and CRC-32, written after it.
+fn seal_path(entry: &Path) -> PathBuf {
+    entry.with_extension("onnx.crc32")
+}
+
+/// Records the partition file's length and CRC-32 next to it ([`intact`] checks them).
+pub fn seal(entry: &Path) -> std::io::Result<()> {
+    let (len, crc) = checksum(entry)?;
+    store(&seal_path(entry), |tmp| std::fs::write(tmp, format!("{len}\t{crc:08x}\n")))
+}
+
+/// True when the partition file is there and matches its checksum file. One that does not
+/// (damaged on disk, cut short, or left without a checksum by an interrupted write) is
+/// removed with its checksum file so it is written anew: OpenVINO would compile whatever
+/// weights it holds.
+pub fn intact(entry: &Path) -> bool {
+    if !entry.is_file() {
+        return false;
+    }
+    let sealed = std::fs::read_to_string(seal_path(entry)).ok().and_then(|t| {
+        let mut f = t.trim().split('\t');
+        Some((f.next()?.parse::<u64>().ok()?, u32::from_str_radix(f.next()?, 16).ok()?))
+    });
+    let ok = sealed.is_some() && checksum(entry).ok() == sealed;
+    if !ok {
+        tracing::warn!(entry = %entry.display(), "partition file does not match its checksum; writing it anew");
+        let _ = std::fs::remove_file(entry);
+        let _ = std::fs::remove_file(seal_path(entry));
+    }
+    ok
+}
+
+/// Checksums of the blobs OpenVINO writes in `cache_dir`.
+///
+/// OpenVINO notices a truncated blob and compiles anew, but it imports a blob with flipped
+/// bytes in its weights as it is: measured on 2026.4.1, one bit flipped in a cached
+/// MobileNetV2's blob gave `LOADED_FROM_CACHE=YES` and outputs off by 4e-4, silently. So
+/// every compile with a cache folder is bracketed: [`Blobs::check`] verifies the blobs an
+/// earlier compile of the same partition saw OpenVINO write (listed in a record file next to
+/// them, `vinort-partition-<key>.blobs`: name, length, CRC-32) and removes any that no longer
+/// match, so OpenVINO compiles anew instead of importing it; [`Blobs::record`] then lists the
+/// blobs this compile wrote. A blob no vinort compile saw written (another program's) has no
+/// record and is not checked.
+#[derive(Debug)]
+pub struct Blobs {
+    record: PathBuf,
+    dir: PathBuf,
+    before: Vec<(std::ffi::OsString, u64, Option<std::time::SystemTime>)>,
+    /// One line per blob removed because it no longer matched its record.
+    pub removed: Vec<String>,
+}
+
+/// The CRC-32 and length of a file, read in pieces.
+fn checksum(path: &Path) -> std::io::Result<(u64, u32)> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let (mut h, mut len, mut buf) = (crc32fast::Hasher::new(), 0u64, vec![0u8; 1 << 20]);
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok((len, h.finalize()));
+        }
+        h.update(&buf[..n]);
+        len += n as u64;
+    }
+}
+
+/// The `*.blob` files in `dir` with their length and modification time.
+fn blob_files(dir: &Path) -> Vec<(std::ffi::OsString, u64, Option<std::time::SystemTime>)> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return vec![] };
+    entries
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "blob"))
+        .filter_map(|e| {
+            let meta = e.metadata().ok()?;
+            meta.is_file().then(|| (e.file_name(), meta.len(), meta.modified().ok()))
+        })
+        .collect()
+}
+
+/// The record's lines: blob name, length, CRC-32.
+fn read_record(record: &Path) -> Vec<(String, u64, u32)> {
+    let Ok(text) = std::fs::read_to_string(record) else { return vec![] };
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split('\t');
+            let (name, len, crc) = (f.next()?, f.next()?.parse().ok()?, u32::from_str_radix(f.next()?, 16).ok()?);
+            // Only plain file names: a record never points outside its folder.
+            (!name.contains(['/', '\\']) && name.ends_with(".blob")).then(|| (name.to_owned(), len, crc))
+        })
+        .collect()
+}
+
+impl Blobs {
+    /// Before a compile whose partition entry is `entry`: removes the recorded blobs that no
+    /// longer match their record, and notes the blobs there are now.
+    pub fn check(entry: &Path) -> Blobs {
+        let record = entry.with_extension("blobs");
+        let dir = entry.parent().unwrap_or(Path::new(".")).to_owned();
+        let mut removed = vec![];
+        for (name, len, crc) in read_record(&record) {
+            let path = dir.join(&name);
+            let found = match checksum(&path) {
+                Ok(found) => found,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    tracing::warn!(blob = %path.display(), error = %e, "cannot read a cached blob");
+                    continue;
+                }
+            };
+            if found != (len, crc) {
+                let why = if found.0 != len {
+                    format!("{} bytes where {len} were written", found.0)
+                } else {
+                    "its checksum differs from the one taken when it was written".to_owned()
+                };
+                let outcome = match std::fs::remove_file(&path) {
+                    Ok(()) => "removed; compiled anew".to_owned(),
+                    Err(e) => format!("could not remove it: {e}"),
+                };
+                tracing::warn!(blob = %path.display(), why, outcome, "corrupted cache blob");
+                removed.push(format!("cache_dir blob {name} was corrupted ({why}): {outcome}"));
+            }
+        }
+        Blobs { before: blob_files(&dir), record, dir, removed }
+    }
+
+    /// After the compile: adds the blobs written or rewritten since [`Blobs::check`] to the
+    /// record. Best effort: a record that cannot be written only means no check next time.
+    pub fn record(self) {
+        let written: Vec<_> = blob_files(&self.dir).into_iter().filter(|b| !self.before.contains(b)).collect();
+        if written.is_empty() {
+            return;
+        }
+        let mut lines: Vec<(String, u64, u32)> = read_record(&self.record);
+        for (name, _, _) in written {
+            let Some(name) = name.to_str().map(str::to_owned) else { continue };
+            let Ok((len, crc)) = checksum(&self.dir.join(&name)) else { continue };
+            lines.retain(|(n, _, _)| *n != name);
+            lines.push((name, len, crc));
+        }
+        let text: String = lines.iter().map(|(n, len, crc)| format!("{n}\t{len}\t{crc:08x}\n")).collect();
+        if let Err(e) = store(&self.record, |tmp| std::fs::write(tmp, &text)) {
+            tracing::warn!(record = %self.record.display(), error = %e, "could not write the cache blob record");
+        }
+    }
 }

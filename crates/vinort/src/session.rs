@@ -304,7 +304,15 @@ fn whole_model_first(
     let Some(def) = crate::partition::whole(model) else {
         return Ok(Err("split: the graph has no nodes".into()));
     };
-    match first.compile_whole(model, &def)? {
+    let whole = match first.compile_whole(model, &def) {
+        // A provider's own failure (not the model's, not a limit) costs the whole-model path,
+        // not the session: the split below compiles the parts or hands them on.
+        Err(e @ vinort_ir::Error::Provider { .. }) => {
+            WholeModel::Split(format!("failed to compile the whole model: {e}"))
+        }
+        other => other?,
+    };
+    match whole {
         WholeModel::Compiled(compiled, how) => {
             let g = &model.graph;
             let mut b = PlanBuilder::<ValueId, PartitionStep>::new();
@@ -354,6 +362,13 @@ fn split(model: &Model, started: &Started, warnings: &[String]) -> Result<Built>
                 }
                 Err(vinort_ir::Error::RefusedAtCompile(nodes)) if !nodes.is_empty() => {
                     refused = Some((*pi, nodes));
+                    break;
+                }
+                // The provider failed on this partition (an OpenVINO error, a device gone):
+                // its nodes go to the next provider, and the plan says why.
+                Err(e @ vinort_ir::Error::Provider { .. }) => {
+                    let why = format!("{} failed to compile its partition: {e}", started[*pi].name());
+                    refused = Some((*pi, def.nodes.iter().map(|n| (*n, why.clone())).collect()));
                     break;
                 }
                 Err(e) => return Err(e.into()),

@@ -147,6 +147,35 @@ struct Job<'a> {
     /// products with saturation on this CPU (crate::export's module doc). The model file is
     /// then never compiled as it is.
     fold_int8_weights: bool,
+    /// What the plan should say about the compile (corrupted cache blobs removed).
+    notes: std::cell::RefCell<Vec<String>>,
+}
+
+impl Job<'_> {
+    /// Runs one compile; with a cache folder (and a model file to key on), OpenVINO's cache
+    /// blobs are checked before it and recorded after it ([`crate::partition_cache::Blobs`]).
+    fn cached(&self, compile: impl FnOnce() -> ffi::OvResult<CompiledModel>) -> ffi::OvResult<CompiledModel> {
+        let s = self.started;
+        let Some(entry) = self.props.iter().find(|(k, _)| k == "CACHE_DIR").and_then(|(_, dir)| {
+            crate::partition_cache::entry(
+                Path::new(dir),
+                self.model,
+                self.part,
+                &s.resolved.device,
+                &s.version,
+                &self.props,
+            )
+        }) else {
+            return compile();
+        };
+        let blobs = crate::partition_cache::Blobs::check(&entry);
+        self.notes.borrow_mut().extend(blobs.removed.iter().cloned());
+        let compiled = compile();
+        if compiled.is_ok() {
+            blobs.record();
+        }
+        compiled
+    }
 }
 
 /// What a failed compile does.
@@ -186,6 +215,7 @@ impl OpenVinoProvider {
             fold_int8_weights: started.resolved.device.contains("CPU")
                 && !crate::export::cpu_has_exact_int8()
                 && crate::export::dequantizes_int8_weights(model, &part.nodes),
+            notes: Default::default(),
         };
         let file_tried = match whole_file(&job) {
             Some(Ok(compiled)) => return self.finish(&job, None, compiled, FROM_FILE, vec![]),
@@ -282,6 +312,7 @@ impl OpenVinoProvider {
             edits_inputs: false,
             // Nothing is serialized: the blob is what it is.
             fold_int8_weights: false,
+            notes: Default::default(),
         };
         let how = format!("imported from its EPContext blob ({}), no compile", c.origin);
         // OpenVINO imports from memory in place: the compiled model keeps reading the blob's
@@ -345,7 +376,8 @@ impl OpenVinoProvider {
                         .map_err(|e| Failed::Edit(Error::invalid(format!("layout {name}[{layout}]: {e}"))))?;
                 }
             }
-            let compiled = core.compile(&m, &job.started.resolved.device, &job.props).map_err(Failed::ov)?;
+            let compiled =
+                job.cached(|| core.compile(&m, &job.started.resolved.device, &job.props)).map_err(Failed::ov)?;
             Ok(InMemory { template: m, compiled, from_file: file.is_some(), weights })
         };
         let file = match (&model.path, part.whole_graph && file_fallback && !job.fold_int8_weights) {
@@ -438,6 +470,9 @@ impl OpenVinoProvider {
             pool_size,
             effective.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
         );
+        for note in job.notes.borrow().iter() {
+            describe = format!("{describe}; {note}");
+        }
         tracing::info!(partition = %describe, "OpenVINO partition compiled");
         let dynamic = inputs.iter().any(|p| p.static_shape().is_none());
         if self.options.disable_dynamic_shapes && dynamic {
@@ -483,7 +518,7 @@ fn whole_file(job: &Job) -> Option<std::result::Result<CompiledModel, String>> {
     else {
         return None;
     };
-    Some(job.core.compile_from_file(path, &job.started.resolved.device, &job.props).map_err(|e| {
+    Some(job.cached(|| job.core.compile_from_file(path, &job.started.resolved.device, &job.props)).map_err(|e| {
         tracing::debug!(error = %e, "compiling the model file failed");
         e.to_string()
     }))
@@ -504,7 +539,7 @@ fn partition_file(job: &Job) -> Option<CompiledModel> {
     let entry =
         crate::partition_cache::entry(Path::new(dir), job.model, job.part, &s.resolved.device, &s.version, &keyed)?;
     let (model, part) = (job.model, job.part);
-    let written = entry.is_file()
+    let written = crate::partition_cache::intact(&entry)
         || crate::partition_cache::store(&entry, |tmp| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             // Read by later processes: weights inline, never by address.
             let s = partition_model_with(
@@ -517,12 +552,13 @@ fn partition_file(job: &Job) -> Option<CompiledModel> {
             )?;
             Ok(std::fs::write(tmp, s.bytes)?)
         })
+        .and_then(|()| Ok(crate::partition_cache::seal(&entry)?))
         .map_err(|e| tracing::warn!(entry = %entry.display(), error = %e, "could not write the partition file"))
         .is_ok();
     if !written {
         return None;
     }
-    match job.core.compile_from_file(&entry, &s.resolved.device, &job.props) {
+    match job.cached(|| job.core.compile_from_file(&entry, &s.resolved.device, &job.props)) {
         Ok(compiled) => Some(compiled),
         Err(e) => {
             // Not trusted again: the next session writes it anew.

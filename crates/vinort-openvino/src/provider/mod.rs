@@ -23,7 +23,7 @@ mod pool;
 mod shape_cache;
 mod watch;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use vinort_ir::{Capability, CompiledPartition, ExecutionProvider, Model, NodeIndex, PartitionDef, Result, WholeModel};
@@ -85,11 +85,24 @@ impl OpenVinoProvider {
                 "enable_qdq_optimizer: QDQ nodes are passed to OpenVINO unchanged (its low-precision transformations fuse them); no separate optimizer runs".into(),
             );
         }
+        if let Some(i) = resolved.core_properties.iter().position(|(k, _)| k == "CACHE_DIR")
+            && let Err(e) = crate::partition_cache::usable(Path::new(&resolved.core_properties[i].1))
+        {
+            // A cache only saves time: a folder that cannot be created or written costs the
+            // cache, not the session (OpenVINO would fail every compile on it).
+            let (_, dir) = resolved.core_properties.remove(i);
+            resolved.warnings.push(format!("cache_dir {dir} is not usable ({e}): compiling without a model cache"));
+        }
         for w in &resolved.warnings {
             tracing::warn!(provider = "OpenVino", "{w}");
         }
-        let table_device =
-            self.options.device.physical_devices().first().map(|d| d.to_string()).unwrap_or_else(|| "CPU".into());
+        // Arm by arm: `physical_devices().first()` compiled to a branch on a list length read
+        // from a single device's padding before its variant was tested, which valgrind
+        // reports as a jump on uninitialised memory (the result was right either way).
+        let table_device = match &self.options.device {
+            crate::options::Device::Single(d) => d.to_string(),
+            meta => meta.physical_devices().first().map(|d| d.to_string()).unwrap_or_else(|| "CPU".into()),
+        };
         tracing::info!(version = %version, device = %resolved.device, properties = ?resolved.properties, "OpenVINO provider started");
         Ok(Started { version, resolved, table_device })
     }
