@@ -7,12 +7,17 @@
 //!   runtime (each ONNX Runtime build is a different shared library, and one process can load
 //!   only one), then writes the tables with ratios to `docs/performance.md` (or `--out`).
 //!
+//! * `vinort-bench soak` / `vinort-bench stress` are the long-run measurements of
+//!   docs/reliability.md: RSS over a thousand sessions and a hundred thousand inferences, and
+//!   threads sharing sessions checked against single-threaded outputs (see [`soak`]).
+//!
 //! The ONNX Runtime columns need `--features anchors` and the wheels of `scripts/py-env` and
 //! `scripts/py-env --ovep`; `scripts/perf-table` does all of it.
 
 mod anchors;
 mod measure;
 mod report;
+mod soak;
 
 use std::path::PathBuf;
 
@@ -100,6 +105,33 @@ enum Command {
         command: String,
         models: Vec<PathBuf>,
     },
+    /// Build and drop sessions, then run inferences, sampling resident memory (both provider
+    /// lists, every model in turn).
+    Soak {
+        /// Provider lists (`;`-separated; default `cpu;openvino,cpu`).
+        #[arg(long, default_value = "cpu;openvino,cpu")]
+        lists: String,
+        #[arg(long, default_value_t = 1000)]
+        sessions: usize,
+        #[arg(long, default_value_t = 100_000)]
+        inferences: usize,
+        models: Vec<PathBuf>,
+    },
+    /// Threads sharing one session per model and provider list, on input variants, each
+    /// output checked against a single-threaded run; resident memory sampled every second.
+    Stress {
+        /// Provider lists (`;`-separated; default `cpu;openvino,cpu`).
+        #[arg(long, default_value = "cpu;openvino,cpu")]
+        lists: String,
+        #[arg(long, default_value_t = 8)]
+        threads: usize,
+        #[arg(long, default_value_t = 180)]
+        seconds: u64,
+        /// Input variants per session (other values; odd ones also longer symbolic dims).
+        #[arg(long, default_value_t = 4)]
+        variants: usize,
+        models: Vec<PathBuf>,
+    },
 }
 
 /// How each runtime is measured, for `measure` and `table`.
@@ -182,6 +214,12 @@ fn main() -> Result<()> {
                 None => print!("{doc}"),
             }
             Ok(())
+        }
+        Command::Soak { lists, sessions, inferences, models } => {
+            soak::soak(&models, &soak::lists(&lists)?, sessions, inferences)
+        }
+        Command::Stress { lists, threads, seconds, variants, models } => {
+            soak::stress(&models, &soak::lists(&lists)?, threads, seconds, variants)
         }
     }
 }

@@ -20,14 +20,18 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 static CALLS: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicU64 = AtomicU64::new(0);
+/// Bytes allocated and not yet freed (wrapping: only differences and the value with the
+/// allocator installed from the start are meaningful).
+static LIVE: AtomicU64 = AtomicU64::new(0);
 
-/// [`System`] with two relaxed counters: allocation calls and bytes requested.
+/// [`System`] with relaxed counters: allocation calls, bytes requested, bytes live.
 pub struct Counting;
 
 #[inline]
 fn count(bytes: usize) {
     CALLS.fetch_add(1, Relaxed);
     BYTES.fetch_add(bytes as u64, Relaxed);
+    LIVE.fetch_add(bytes as u64, Relaxed);
 }
 
 // SAFETY: every method forwards its arguments unchanged to `System`, which is a correct
@@ -46,6 +50,7 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as u64, Relaxed);
         // SAFETY: `ptr` came from this allocator, i.e. from `System`, with this layout.
         unsafe { System.dealloc(ptr, layout) }
     }
@@ -54,6 +59,7 @@ unsafe impl GlobalAlloc for Counting {
     // and is as much a cost on the hot path as a fresh allocation.
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         count(new_size);
+        LIVE.fetch_sub(layout.size() as u64, Relaxed);
         // SAFETY: `ptr` came from `System` with `layout`; the caller upholds the rest.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -73,6 +79,13 @@ impl HeapCounts {
     pub fn since(&self, earlier: &HeapCounts) -> HeapCounts {
         HeapCounts { allocs: self.allocs.wrapping_sub(earlier.allocs), bytes: self.bytes.wrapping_sub(earlier.bytes) }
     }
+}
+
+/// Bytes allocated through Rust's allocator and not freed yet (0 unless [`Counting`] is the
+/// global allocator). With RSS beside it, growth it does not show is outside Rust's heap:
+/// OpenVINO's own allocations, or memory the C allocator keeps.
+pub fn live_bytes() -> u64 {
+    LIVE.load(Relaxed)
 }
 
 /// The counters now (all zero unless [`Counting`] is the global allocator).
