@@ -156,10 +156,12 @@ impl SessionBuilder {
     /// Starts the providers, partitions the graph and compiles every partition.
     pub fn build(self) -> Result<Session> {
         let save = self.save_context.clone();
-        let session = match self.env.clone() {
-            Some(env) => self.build_shared(&env)?,
-            None => self.build_session()?,
-        };
+        // Providers see the session's limit while they claim and compile (the OpenVINO
+        // provider refuses nodes with static tensors past it: OpenVINO allocates those itself).
+        let session = vinort_ir::limits::with_session_limit(self.memory_limit, || match self.env.clone() {
+            Some(env) => self.build_shared(&env),
+            None => self.build_session(),
+        })?;
         if let Some((path, embed)) = save {
             session.save_context(path, embed)?;
         }

@@ -26,6 +26,9 @@ pub fn refusal(g: &Graph, ix: NodeIndex) -> Option<String> {
     if let Some(why) = size_from_data(g, n) {
         return Some(why);
     }
+    if let Some(why) = static_size_past_limit(g, n) {
+        return Some(why);
+    }
     if n.domain == "com.microsoft" {
         return contrib::refusal(g, n);
     }
@@ -172,6 +175,28 @@ fn size_from_data(g: &Graph, n: &Node) -> Option<String> {
     Some(format!(
         "its {what} comes from run-time data (input {at} is computed from tensor values, not from shapes or          constants): OpenVINO {MEASURED} would allocate or iterate whatever that data asks, with no memory          limit"
     ))
+}
+
+/// OpenVINO plans and allocates the memory of statically shaped tensors itself, when it
+/// compiles, outside vinort's memory limits: measured on 2026.4.1, a model input declared
+/// `float[4294967297]` made the compile take 22 s of system time touching 16 GiB, and two
+/// such compiles side by side were killed for memory. A node with an input or output whose
+/// static size is past the limit in force (the session's, else the process budget) stays
+/// with the Cpu provider, which checks every buffer against it.
+fn static_size_past_limit(g: &Graph, n: &Node) -> Option<String> {
+    let limit = vinort_ir::limits::single_limit();
+    n.inputs.iter().chain(&n.outputs).flatten().find_map(|v| {
+        let info = g.value(*v);
+        let (dtype, shape) = (info.ty.tensor_dtype()?, info.ty.static_shape()?);
+        let bytes = vinort_ir::limits::byte_size(&shape, dtype.size().max(1)).unwrap_or(usize::MAX);
+        (bytes > limit).then(|| {
+            format!(
+                "'{}' is a static {} of {bytes} bytes, past the memory limit of {limit}: OpenVINO {MEASURED} \
+                 allocates static tensors itself, outside vinort's limits",
+                info.name, info.ty
+            )
+        })
+    })
 }
 
 /// True when `v` is a constant or is computed from constants and tensor shapes only (`Shape`,
@@ -670,6 +695,18 @@ pub(crate) mod tests {
         let data = why("from_data").unwrap();
         assert!(data.contains("output size comes from run-time data"), "{data}");
         assert!(why("from_input").is_some(), "a shape fed as a graph input is data");
+    }
+
+    #[test]
+    fn semantics_static_tensors_past_the_memory_limit_stay_off_openvino() {
+        let sum_of = |n: usize| one_node("ReduceSum", 13, &[vi("x", F32, &[n as i64])], vec![], &["x"], vec![]);
+        // A declared input of 2^32 + 1 floats (16 GiB): OpenVINO would allocate it when compiling.
+        let why = verdict(sum_of((1 << 32) + 1)).expect("refused under the default budget");
+        assert!(why.contains("'x' is a static") && why.contains("past the memory limit"), "{why}");
+        // 4 KiB fits the default budget, and not a session limit of 1000 bytes.
+        assert_eq!(verdict(sum_of(1024)), None);
+        let why = vinort_ir::limits::with_session_limit(Some(1000), || verdict(sum_of(1024))).expect("past 1000 bytes");
+        assert!(why.contains("4096 bytes") && why.contains("limit of 1000"), "{why}");
     }
 
     #[test]
