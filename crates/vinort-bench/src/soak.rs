@@ -26,11 +26,25 @@ use vinort::{Cpu, DType, Dim, OpenVino, Provider, Runtime, Session, Tensor, Valu
 /// The provider lists both commands cover by default.
 pub const LISTS: &[&str] = &["cpu", "openvino,cpu"];
 
-/// RSS after asking glibc to return the free memory it keeps to the system: what is left is
-/// in use (or lost); the difference was free memory the allocator kept for reuse.
+/// RSS after asking the allocators to return the free memory they keep to the system: what
+/// is left is in use (or lost); the difference was free memory kept for reuse. The
+/// allocators are glibc's (`malloc_trim`) and TBB's scalable allocator, which OpenVINO loads
+/// (`libtbbmalloc`) and uses for its own objects (`scalable_allocation_command`, looked up
+/// in the process, so nothing is linked against it).
 pub fn trimmed_rss_kib() -> u64 {
     // SAFETY: malloc_trim only releases free heap memory; it has no preconditions.
     unsafe { libc::malloc_trim(0) };
+    // SAFETY: a symbol lookup in the already loaded libraries, with a NUL-terminated name.
+    let clean = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"scalable_allocation_command".as_ptr()) };
+    if !clean.is_null() {
+        // TBB's `int scalable_allocation_command(int cmd, void* param)`; command 0 is
+        // TBBMALLOC_CLEAN_ALL_BUFFERS.
+        type Command = unsafe extern "C" fn(libc::c_int, *mut libc::c_void) -> libc::c_int;
+        // SAFETY: the symbol is TBB's function of that signature.
+        let clean: Command = unsafe { std::mem::transmute::<*mut libc::c_void, Command>(clean) };
+        // SAFETY: CLEAN_ALL_BUFFERS takes a null parameter.
+        unsafe { clean(0, std::ptr::null_mut()) };
+    }
     rss_kib()
 }
 
@@ -235,7 +249,7 @@ pub fn soak(models: &[PathBuf], lists: &[String], sessions: usize, inferences: u
         mib(r0),
         mib(r1)
     );
-    println!("  RSS after malloc_trim at the end: {:.1} MiB", mib(trimmed));
+    println!("  RSS at the end after the allocators' free memory was released: {:.1} MiB", mib(trimmed));
     println!(
         "{}",
         serde_json::json!({
@@ -339,7 +353,7 @@ pub fn stress(models: &[PathBuf], lists: &[String], threads: usize, seconds: u64
         mib(peak),
         (end as f64 - early as f64) / 1024.0
     );
-    println!("  RSS after the threads ended and malloc_trim: {:.1} MiB", mib(trimmed));
+    println!("  RSS after the threads ended and the allocators' free memory was released: {:.1} MiB", mib(trimmed));
     println!(
         "  vinort tensor memory held (MiB): after the first tenth {:.1}, end {:.1}, peak {:.1}",
         mib(held.get(tenth - 1).copied().unwrap_or(0) as u64),
