@@ -178,24 +178,36 @@ fn size_from_data(g: &Graph, n: &Node) -> Option<String> {
 }
 
 /// OpenVINO plans and allocates the memory of statically shaped tensors itself, when it
-/// compiles, outside vinort's memory limits: measured on 2026.4.1, a model input declared
-/// `float[4294967297]` made the compile take 22 s of system time touching 16 GiB, and two
-/// such compiles side by side were killed for memory. A node with an input or output whose
-/// static size is past the limit in force (the session's, else the process budget) stays
-/// with the Cpu provider, which checks every buffer against it.
+/// compiles, outside vinort's memory limits, and it materializes constants derived from dims
+/// (index ranges over an axis, triangle masks over the last two): measured on 2026.4.1, a
+/// model input declared `float[4294967297]` made the compile take 22 s of system time touching
+/// 16 GiB, and Trilu of an *empty* `int64[0, 2147483648]` grew to 24 GiB and was killed. A node
+/// with an input or output whose static size, any one dim as an int64 range, or last two dims
+/// as a byte mask is past the limit in force (the session's, else the process budget) stays
+/// with the Cpu provider, which checks every buffer it makes against that limit.
 fn static_size_past_limit(g: &Graph, n: &Node) -> Option<String> {
+    use vinort_ir::limits::byte_size;
     let limit = vinort_ir::limits::single_limit();
     n.inputs.iter().chain(&n.outputs).flatten().find_map(|v| {
         let info = g.value(*v);
-        let (dtype, shape) = (info.ty.tensor_dtype()?, info.ty.static_shape()?);
-        let bytes = vinort_ir::limits::byte_size(&shape, dtype.size().max(1)).unwrap_or(usize::MAX);
-        (bytes > limit).then(|| {
-            format!(
-                "'{}' is a static {} of {bytes} bytes, past the memory limit of {limit}: OpenVINO {MEASURED} \
-                 allocates static tensors itself, outside vinort's limits",
-                info.name, info.ty
-            )
-        })
+        let vinort_ir::ValueType::Tensor(dtype, Some(dims)) = &info.ty else { return None };
+        let fixed: Vec<Option<usize>> = dims.iter().map(Dim::fixed).collect();
+        let all: Option<Vec<usize>> = fixed.iter().copied().collect();
+        let size = all.map(|shape| byte_size(&shape, dtype.size().max(1)).unwrap_or(usize::MAX));
+        let range = fixed.iter().flatten().map(|d| byte_size(&[*d], 8).unwrap_or(usize::MAX)).max();
+        let mask = match fixed.as_slice() {
+            [.., Some(a), Some(b)] => byte_size(&[*a, *b], 1),
+            _ => None,
+        };
+        let (what, bytes) =
+            [("size", size), ("largest dim as an int64 range", range), ("last two dims as a mask", mask)]
+                .into_iter()
+                .find_map(|(what, bytes)| bytes.filter(|b| *b > limit).map(|b| (what, b)))?;
+        Some(format!(
+            "'{}' is a static {} whose {what} is {bytes} bytes, past the memory limit of {limit}: OpenVINO \
+             {MEASURED} allocates static tensors and dim-derived constants itself, outside vinort's limits",
+            info.name, info.ty
+        ))
     })
 }
 
@@ -706,7 +718,16 @@ pub(crate) mod tests {
         // 4 KiB fits the default budget, and not a session limit of 1000 bytes.
         assert_eq!(verdict(sum_of(1024)), None);
         let why = vinort_ir::limits::with_session_limit(Some(1000), || verdict(sum_of(1024))).expect("past 1000 bytes");
-        assert!(why.contains("4096 bytes") && why.contains("limit of 1000"), "{why}");
+        assert!(why.contains("size is 4096 bytes") && why.contains("limit of 1000"), "{why}");
+        // An empty tensor with a huge dim: OpenVINO's Trilu built 24 GiB from int64[0, 2^31].
+        let trilu =
+            |dims: &[i64]| one_node("Trilu", 14, &[vi("x", 7, dims), vi("k", 7, &[])], vec![], &["x", "k"], vec![]);
+        let why = verdict(trilu(&[0, 1 << 31])).expect("a 2^31 dim is refused though the tensor is empty");
+        assert!(why.contains("largest dim as an int64 range is 17179869184 bytes"), "{why}");
+        let why = vinort_ir::limits::with_session_limit(Some(1 << 20), || verdict(trilu(&[0, 2000, 2000])))
+            .expect("a 2000 x 2000 mask is past 1 MiB");
+        assert!(why.contains("last two dims as a mask is 4000000 bytes"), "{why}");
+        assert_eq!(verdict(trilu(&[0, 2000, 2000])), None);
     }
 
     #[test]
