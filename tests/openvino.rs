@@ -15,15 +15,6 @@ fn ov_session(name: &str) -> Session {
         .unwrap()
 }
 
-fn check(s: &Session, name: &str) {
-    let data = model_dir(name).join("test_data_set_0");
-    let inputs = read_pbs(&data, "input");
-    let out = s.run(inputs.iter().map(|(n, t)| (n.as_str(), t))).unwrap();
-    for (oname, want) in read_pbs(&data, "output") {
-        assert_close(&oname, out.get(&oname).unwrap(), &want, 1e-4, 1e-6);
-    }
-}
-
 #[test]
 fn openvino_is_found_and_reports_its_version_and_cpu() {
     assert!(OpenVino::is_available(), "OpenVINO must be installed (python3 -m pip install openvino==2026.4.1)");
@@ -44,7 +35,7 @@ fn sample_models_run_as_one_openvino_partition_and_match_the_reference() {
         assert!(p.details.contains("compiled from memory, weights by address"), "{}", p.details);
         // FP32 really is f32 on this bf16-capable CPU.
         assert!(p.details.contains("INFERENCE_PRECISION_HINT=f32"), "{}", p.details);
-        check(&s, name);
+        check_sample(&s, name);
     }
 }
 
@@ -128,7 +119,7 @@ fn options_reach_openvino_and_are_read_back() {
     );
     // Two streams: OpenVINO's optimal number of requests, and the pool's bound, is two.
     assert!(d.contains("; 2 infer request(s);"), "{d}");
-    check(&s, "mobilenetv2_tiny");
+    check_sample(&s, "mobilenetv2_tiny");
 }
 
 #[test]
@@ -325,7 +316,7 @@ fn a_second_session_with_the_same_cache_dir_loads_from_the_cache() {
     let warm = session();
     let d = &warm.plan().partitions[0].details;
     assert!(d.contains("LOADED_FROM_CACHE=YES") || d.contains("LOADED_FROM_CACHE=true"), "{d}");
-    check(&warm, "mobilenetv2_tiny");
+    check_sample(&warm, "mobilenetv2_tiny");
 }
 
 #[test]
@@ -350,7 +341,7 @@ fn partitions_of_a_split_model_use_the_cache_dir_through_partition_files() {
         assert!(d.contains(from_file) && d.contains("LOADED_FROM_CACHE=NO"), "{d}");
         assert!(d.contains("INFERENCE_PRECISION_HINT=f32"), "{d}");
     }
-    check(&cold, "partition_cnn");
+    check_sample(&cold, "partition_cnn");
     let mut files: Vec<_> = std::fs::read_dir(cache.path())
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -366,7 +357,7 @@ fn partitions_of_a_split_model_use_the_cache_dir_through_partition_files() {
         assert!(d.contains(from_file) && d.contains("LOADED_FROM_CACHE=YES"), "{d}");
         assert!(d.contains("INFERENCE_PRECISION_HINT=f32"), "{d}");
     }
-    check(&warm, "partition_cnn");
+    check_sample(&warm, "partition_cnn");
     // A partition file that no longer matches the checksum taken when it was written is not
     // trusted: it is written anew before OpenVINO reads it.
     let good = std::fs::read(&files[0]).unwrap();
@@ -375,7 +366,7 @@ fn partitions_of_a_split_model_use_the_cache_dir_through_partition_files() {
     for d in details(&again) {
         assert!(d.contains(from_file), "{d}");
     }
-    check(&again, "partition_cnn");
+    check_sample(&again, "partition_cnn");
     assert_eq!(std::fs::read(&files[0]).unwrap(), good);
 }
 
@@ -399,7 +390,7 @@ fn layout_cache_dir_and_load_config_reach_openvino() {
     let w = s.plan().warnings.join("\n");
     assert!(w.contains("NOT_A_PROPERTY"), "unknown load_config keys are reported: {w}");
     assert!(std::fs::read_dir(cache.path()).unwrap().next().is_some(), "OpenVINO wrote its cache");
-    check(&s, "mobilenetv2_tiny");
+    check_sample(&s, "mobilenetv2_tiny");
 
     // A layout of the wrong rank is the user's error and names the option.
     let bad = OpenVino::from_key_values([("layout", "x[NCHW]")]).unwrap();

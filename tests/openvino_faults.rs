@@ -74,16 +74,6 @@ fn cnn(first: Provider) -> Session {
         .unwrap()
 }
 
-/// Runs the model's test data set and checks every output.
-fn check(s: &Session, name: &str) {
-    let data = model_dir(name).join("test_data_set_0");
-    let inputs = read_pbs(&data, "input");
-    let out = s.run(inputs.iter().map(|(n, t)| (n.as_str(), t))).unwrap();
-    for (oname, want) in read_pbs(&data, "output") {
-        assert_close(&oname, out.get(&oname).unwrap(), &want, 1e-4, 1e-6);
-    }
-}
-
 #[test]
 fn a_partition_that_fails_to_compile_mid_plan_goes_to_cpu_with_the_reason() {
     // The healthy split: OpenVINO, Cpu (the node OpenVINO gets wrong), OpenVINO.
@@ -104,14 +94,14 @@ fn a_partition_that_fails_to_compile_mid_plan_goes_to_cpu_with_the_reason() {
             r.reason
         );
     }
-    check(&s, "partition_cnn");
+    check_sample(&s, "partition_cnn");
 }
 
 #[test]
 fn a_device_failing_while_running_is_an_error_and_the_session_runs_again() {
     let (p, fail_runs) = faulty(None);
     let s = cnn(Provider::new(p).error_on_failure());
-    check(&s, "partition_cnn");
+    check_sample(&s, "partition_cnn");
     fail_runs.store(true, Ordering::SeqCst);
     let data = model_dir("partition_cnn").join("test_data_set_0");
     let inputs = read_pbs(&data, "input");
@@ -119,7 +109,7 @@ fn a_device_failing_while_running_is_an_error_and_the_session_runs_again() {
     let text = format!("{e:#}");
     assert!(text.contains("OpenVINO") && text.contains("was removed"), "{text}");
     fail_runs.store(false, Ordering::SeqCst);
-    check(&s, "partition_cnn");
+    check_sample(&s, "partition_cnn");
 }
 
 fn cached(model: &str, dir: &Path) -> Session {
@@ -164,7 +154,7 @@ fn damaged_cache_blobs_are_compiled_anew_never_imported() {
     for model in ["mobilenetv2_tiny", "partition_cnn"] {
         let dir = tempfile::tempdir().unwrap();
         let cold = cached(model, dir.path());
-        check(&cold, model);
+        check_sample(&cold, model);
         let blobs = files(dir.path(), "blob");
         assert!(!blobs.is_empty(), "OpenVINO wrote its cache");
         for d in openvino_details(&cached(model, dir.path())) {
@@ -176,7 +166,7 @@ fn damaged_cache_blobs_are_compiled_anew_never_imported() {
         for d in openvino_details(&after) {
             assert!(d.contains("was corrupted") && d.contains("LOADED_FROM_CACHE=NO"), "{model}: {d}");
         }
-        check(&after, model);
+        check_sample(&after, model);
         for d in openvino_details(&cached(model, dir.path())) {
             assert!(d.contains("LOADED_FROM_CACHE=YES") && !d.contains("corrupted"), "rewritten: {d}");
         }
@@ -189,14 +179,14 @@ fn damaged_cache_blobs_are_compiled_anew_never_imported() {
         for d in openvino_details(&after) {
             assert!(d.contains("LOADED_FROM_CACHE=NO"), "{model}: {d}");
         }
-        check(&after, model);
+        check_sample(&after, model);
     }
 }
 
 #[test]
 fn a_damaged_partition_file_is_written_anew_before_openvino_reads_it() {
     let dir = tempfile::tempdir().unwrap();
-    check(&cached("partition_cnn", dir.path()), "partition_cnn");
+    check_sample(&cached("partition_cnn", dir.path()), "partition_cnn");
     let parts = files(dir.path(), "onnx");
     assert_eq!(parts.len(), 2, "{parts:?}");
     let good: Vec<Vec<u8>> = parts.iter().map(|p| std::fs::read(p).unwrap()).collect();
@@ -205,7 +195,7 @@ fn a_damaged_partition_file_is_written_anew_before_openvino_reads_it() {
     files(dir.path(), "blob").iter().for_each(|b| std::fs::remove_file(b).unwrap());
     parts.iter().for_each(|p| flip_a_bit(p));
     let s = cached("partition_cnn", dir.path());
-    check(&s, "partition_cnn");
+    check_sample(&s, "partition_cnn");
     for (p, good) in parts.iter().zip(&good) {
         assert_eq!(&std::fs::read(p).unwrap(), good, "{} written anew", p.display());
     }
@@ -224,7 +214,7 @@ fn a_cache_folder_that_cannot_be_written_costs_the_cache_not_the_session() {
         assert!(w.contains("cache_dir") && w.contains("not usable") && w.contains("without a model cache"), "{w}");
         assert!(plan.refusals.is_empty() || model == "partition_cnn", "nothing refused for the cache: {plan}");
         assert!(plan.partitions.iter().any(|p| p.provider.starts_with("OpenVino")), "{plan}");
-        check(&s, model);
+        check_sample(&s, model);
     }
 }
 

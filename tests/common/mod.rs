@@ -32,6 +32,17 @@ pub fn assert_close(what: &str, got: &Value, want: &Tensor, rtol: f64, atol: f64
     }
 }
 
+/// Runs a sample model's `test_data_set_0` on `s` and checks every output against its
+/// reference (rtol 1e-4, atol 1e-6).
+pub fn check_sample(s: &vinort::Session, name: &str) {
+    let data = model_dir(name).join("test_data_set_0");
+    let inputs = read_pbs(&data, "input");
+    let out = s.run(inputs.iter().map(|(n, t)| (n.as_str(), t))).unwrap();
+    for (oname, want) in read_pbs(&data, "output") {
+        assert_close(&oname, out.get(&oname).unwrap(), &want, 1e-4, 1e-6);
+    }
+}
+
 pub fn tensor_type(elem: i32, dims: &[i64]) -> onnx::TypeProto {
     vinort::ir::proto::build::tensor_type(elem, dims.iter().map(|d| vinort::ir::proto::build::dim::fixed(*d)))
 }
