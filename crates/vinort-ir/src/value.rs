@@ -167,6 +167,18 @@ impl Value {
         }
     }
 
+    /// The tensor's shape and elements as `T` ([`Tensor::try_extract_tensor`]); an error
+    /// when this is not a tensor of `T`.
+    pub fn try_extract_tensor<T: crate::Elem>(&self) -> Result<(&[usize], &[T])> {
+        self.as_tensor()?.try_extract_tensor()
+    }
+
+    /// The tensor as an `ndarray` view of `T`, without a copy ([`Tensor::try_extract_array`]).
+    #[cfg(feature = "ndarray")]
+    pub fn try_extract_array<T: crate::Elem>(&self) -> Result<ndarray::ArrayViewD<'_, T>> {
+        self.as_tensor()?.try_extract_array()
+    }
+
     /// The sequence, or an error.
     pub fn as_sequence(&self) -> Result<&Sequence> {
         match self {

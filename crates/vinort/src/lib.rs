@@ -24,20 +24,27 @@
 #![deny(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
+#[cfg(feature = "ndarray")]
+mod array;
 mod context;
 mod error;
+mod inputs;
 mod partition;
 mod provider;
 mod session;
 
 pub use context::EmbedMode;
 pub use error::{Error, RefusedNode, Result};
+#[doc(hidden)]
+pub use inputs::input_name as __input_name;
+pub use inputs::{InputKey, Positional, RunInputs};
 pub use partition::{PartitionPlan, PlannedPartition, Refusal};
 pub use provider::{Cpu, GraphOptimizationLevel, OpenVino, Provider};
 pub use session::{
-    Binding, Environment, Input, IoInfo, Outputs, RunFuture, RunOptions, Runtime, Session, SessionBuilder, TensorRef,
+    Binding, Environment, Input, IoInfo, LogLevel, Outputs, RunFuture, RunOptions, Runtime, Session, SessionBuilder,
+    TensorRef,
 };
-pub use vinort_ir::{DType, Dim, Metadata, Model, Sequence, StopReason, Tensor, Value, ValueType};
+pub use vinort_ir::{DType, Dim, Elem, Metadata, Model, Sequence, StopReason, Tensor, Value, ValueType};
 
 /// OpenVINO provider options and information. Option shapes use [`openvino::ShapeDim`]
 /// (fixed, bounded or dynamic) so they do not clash with the model's [`Dim`].

@@ -12,12 +12,29 @@ use vinort_ir::ExecutionProvider;
 pub struct Provider {
     pub(crate) ep: Arc<dyn ExecutionProvider>,
     pub(crate) error_on_failure: bool,
+    /// The Cpu provider's settings, kept so the session builder's knobs
+    /// ([`crate::SessionBuilder::intra_threads`], [`crate::SessionBuilder::optimization_level`])
+    /// can apply to it.
+    pub(crate) cpu: Option<vinort_cpu::CpuProvider>,
 }
 
 impl Provider {
     /// Wraps any execution provider.
     pub fn new(ep: impl ExecutionProvider + 'static) -> Provider {
-        Provider { ep: Arc::new(ep), error_on_failure: false }
+        Provider { ep: Arc::new(ep), error_on_failure: false, cpu: None }
+    }
+
+    /// This provider with the session-wide Cpu settings applied, when it is the Cpu provider.
+    pub(crate) fn with_cpu_settings(self, threads: Option<usize>, level: Option<GraphOptimizationLevel>) -> Provider {
+        match (&self.cpu, threads.is_some() || level.is_some()) {
+            (Some(cpu), true) => {
+                let mut cpu = cpu.clone();
+                cpu.threads = threads.map(|n| n.max(1)).or(cpu.threads);
+                cpu.optimization = level.unwrap_or(cpu.optimization);
+                Provider { ep: Arc::new(cpu.clone()), error_on_failure: self.error_on_failure, cpu: Some(cpu) }
+            }
+            _ => self,
+        }
     }
 
     /// Fail the session build if this provider cannot start, instead of skipping it.
@@ -84,7 +101,7 @@ pub use vinort_cpu::optimize::OptLevel as GraphOptimizationLevel;
 
 impl From<Cpu> for Provider {
     fn from(c: Cpu) -> Provider {
-        Provider::new(c.inner)
+        Provider { cpu: Some(c.inner.clone()), ..Provider::new(c.inner) }
     }
 }
 

@@ -12,6 +12,7 @@ use vinort_ir::{
 };
 
 use crate::error::{Error, Result};
+use crate::inputs::{InputKey, RunInputs};
 use crate::partition::{PartitionPlan, partition};
 use crate::provider::Provider;
 
@@ -104,12 +105,83 @@ pub struct SessionBuilder {
     save_context: Option<(std::path::PathBuf, crate::EmbedMode)>,
     env: Option<Environment>,
     memory_limit: Option<usize>,
+    intra_threads: Option<usize>,
+    optimization: Option<crate::GraphOptimizationLevel>,
+    log_level: Option<LogLevel>,
+}
+
+/// How much a session logs of its own doings ([`SessionBuilder::log_level`]), like `ort`'s
+/// `LogLevel`. vinort logs through [`tracing`](https://docs.rs/tracing): the application's
+/// subscriber shows what passes both this and its own filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    /// Errors only.
+    Error,
+    /// Also warnings (a provider that could not start).
+    Warning,
+    /// Also the plan when the session is built, nodes refused at compile time and stopped runs.
+    Info,
+    /// Also every node a provider refused, with the reason.
+    Verbose,
+}
+
+thread_local! {
+    /// The [`LogLevel`] of the session being built on this thread.
+    static BUILD_LOG_LEVEL: std::cell::Cell<Option<LogLevel>> = const { std::cell::Cell::new(None) };
+}
+
+/// True when the session being built on this thread logs events of level `at`.
+pub(crate) fn logs(at: LogLevel) -> bool {
+    BUILD_LOG_LEVEL.with(|l| l.get().is_none_or(|l| at <= l))
 }
 
 impl SessionBuilder {
     /// A builder for an already loaded model.
     pub fn new(model: Model) -> SessionBuilder {
-        SessionBuilder { model, providers: vec![], save_context: None, env: None, memory_limit: None }
+        SessionBuilder {
+            model,
+            providers: vec![],
+            save_context: None,
+            env: None,
+            memory_limit: None,
+            intra_threads: None,
+            optimization: None,
+            log_level: None,
+        }
+    }
+
+    /// Intra-op threads of the Cpu provider(s) of this session, like `ort`'s
+    /// `with_intra_threads`: overrides [`crate::Cpu::threads`]. OpenVINO's threads are its own
+    /// option (`num_of_threads`).
+    ///
+    /// ```
+    /// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/mobilenetv2_tiny/model.onnx");
+    /// use vinort::{GraphOptimizationLevel, LogLevel, Runtime};
+    /// let session = Runtime::load(model)?
+    ///     .intra_threads(2)
+    ///     .optimization_level(GraphOptimizationLevel::Basic)
+    ///     .log_level(LogLevel::Warning)
+    ///     .build()?;
+    /// assert_eq!(session.plan().partitions[0].provider, "Cpu");
+    /// # Ok::<(), vinort::Error>(())
+    /// ```
+    pub fn intra_threads(mut self, n: usize) -> SessionBuilder {
+        self.intra_threads = Some(n.max(1));
+        self
+    }
+
+    /// How much the Cpu provider's graph optimizer rewrites, like `ort`'s
+    /// `with_optimization_level`: overrides [`crate::Cpu::optimization`].
+    pub fn optimization_level(mut self, level: crate::GraphOptimizationLevel) -> SessionBuilder {
+        self.optimization = Some(level);
+        self
+    }
+
+    /// The most this session logs of its own doings (its plan, refusals, skipped providers,
+    /// stopped runs); by default everything goes to the `tracing` subscriber, which filters.
+    pub fn log_level(mut self, level: LogLevel) -> SessionBuilder {
+        self.log_level = Some(level);
+        self
     }
 
     /// The loaded model.
@@ -154,8 +226,19 @@ impl SessionBuilder {
     }
 
     /// Starts the providers, partitions the graph and compiles every partition.
-    pub fn build(self) -> Result<Session> {
+    pub fn build(mut self) -> Result<Session> {
+        let providers = std::mem::take(&mut self.providers);
+        let providers = if providers.is_empty() { vec![crate::Cpu::default().into()] } else { providers };
+        self.providers =
+            providers.into_iter().map(|p| p.with_cpu_settings(self.intra_threads, self.optimization)).collect();
         let save = self.save_context.clone();
+        let outer = BUILD_LOG_LEVEL.with(|l| l.replace(self.log_level));
+        let built = self.build_logged(save);
+        BUILD_LOG_LEVEL.with(|l| l.set(outer));
+        built
+    }
+
+    fn build_logged(self, save: Option<(std::path::PathBuf, crate::EmbedMode)>) -> Result<Session> {
         // Providers see the session's limit while they claim and compile (the OpenVINO
         // provider refuses nodes with static tensors past it: OpenVINO allocates those itself).
         let session = vinort_ir::limits::with_session_limit(self.memory_limit, || match self.env.clone() {
@@ -178,7 +261,9 @@ impl SessionBuilder {
         if let Some(key) = &key
             && let Some(inner) = sessions.iter().find(|(k, _)| k == key).and_then(|(_, w)| w.upgrade())
         {
-            tracing::info!(model = %key.file.display(), "session shared with a live one of the environment");
+            if logs(LogLevel::Info) {
+                tracing::info!(model = %key.file.display(), "session shared with a live one of the environment");
+            }
             return Ok(Session { inner });
         }
         let session = self.build_session()?;
@@ -205,7 +290,7 @@ impl SessionBuilder {
     }
 
     fn build_session(self) -> Result<Session> {
-        let SessionBuilder { model, providers, save_context: _, env: _, memory_limit } = self;
+        let SessionBuilder { model, providers, memory_limit, log_level, .. } = self;
         check_known_sizes(&model, memory_limit)?;
         let providers = if providers.is_empty() { vec![crate::Cpu::default().into()] } else { providers };
         let mut started = vec![];
@@ -220,7 +305,9 @@ impl SessionBuilder {
                     return Err(Error::ProviderUnavailable { provider: p.name(), source: e });
                 }
                 Err(e) => {
-                    tracing::warn!(provider = %p.name(), error = %e, "execution provider skipped");
+                    if logs(LogLevel::Warning) {
+                        tracing::warn!(provider = %p.name(), error = %e, "execution provider skipped");
+                    }
                     warnings.push(format!("provider {} skipped: {e}", p.name()));
                 }
             }
@@ -246,7 +333,9 @@ impl SessionBuilder {
             }
             b.output(*v)?;
         }
-        tracing::info!(plan = %plan, "session built");
+        if logs(LogLevel::Info) {
+            tracing::info!(plan = %plan, "session built");
+        }
         let inputs = g.inputs().iter().map(|v| io_info(g, *v)).collect();
         let outputs: Vec<IoInfo> = g.outputs().iter().map(|v| io_info(g, *v)).collect();
         let output_names = outputs.iter().map(|o| o.name.clone()).collect();
@@ -259,6 +348,7 @@ impl SessionBuilder {
                 output_names,
                 model,
                 memory_limit,
+                log_level,
             }),
         })
     }
@@ -380,7 +470,9 @@ fn split(model: &Model, started: &Started, warnings: &[String]) -> Result<Built>
             return Ok((plan, b));
         };
         for (n, why) in nodes {
-            tracing::info!(node = %g.node(n).name, provider = %started[pi].name(), reason = %why, "refused at compile time");
+            if logs(LogLevel::Info) {
+                tracing::info!(node = %g.node(n).name, provider = %started[pi].name(), reason = %why, "refused at compile time");
+            }
             if vetoes.insert((pi, n), why).is_some() {
                 return Err(Error::Config(format!(
                     "provider {} refused node '{}' again after it was vetoed",
@@ -460,6 +552,8 @@ struct Inner {
     model: Model,
     /// [`SessionBuilder::memory_limit`].
     memory_limit: Option<usize>,
+    /// [`SessionBuilder::log_level`].
+    log_level: Option<LogLevel>,
 }
 
 /// A compiled model, ready to run. `Send + Sync`: [`Session::run`] may be called from many
@@ -515,7 +609,8 @@ impl<'a> Binding<'a> {
             Input::Value(v) => v,
             // SAFETY: the borrowed storage lives for 'a, which outlives the binding; a run
             // returns no value over it (bound outputs are the caller's, others are detached).
-            Input::Borrowed(t) => Value::Tensor(unsafe { Tensor::borrow_bytes(t.dtype, t.shape, t.bytes) }?),
+            Input::Borrowed(t) => Value::Tensor(unsafe { Tensor::borrow_bytes(t.dtype, &t.shape, t.bytes) }?),
+            Input::Invalid(e) => return Err(e),
         };
         check_input(&infos[pos], &v)?;
         self.inputs[pos] = Some(v);
@@ -709,22 +804,37 @@ impl std::fmt::Debug for RunFuture {
 }
 
 /// A tensor borrowed from the caller for one run: its memory goes to the providers untouched.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct TensorRef<'a> {
-    shape: &'a [usize],
+    shape: SmallVec<[usize; 6]>,
     dtype: DType,
     bytes: &'a [u8],
 }
 
 impl<'a> TensorRef<'a> {
-    /// Borrows a slice as a tensor of the given shape.
-    pub fn from_slice<T: Elem>(shape: &'a [usize], data: &'a [T]) -> Result<TensorRef<'a>> {
-        if shape.iter().product::<usize>() != data.len() {
+    /// Borrows a slice as a tensor of the given shape (row-major).
+    pub fn from_slice<T: Elem>(shape: &[usize], data: &'a [T]) -> Result<TensorRef<'a>> {
+        if shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)) != Some(data.len()) {
             return Err(Error::Config(format!("shape {shape:?} does not hold {} elements", data.len())));
         }
         // SAFETY: any initialised `T: Elem` is readable as bytes; the borrow keeps it alive.
         let bytes = unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) };
-        Ok(TensorRef { shape, dtype: T::DTYPE, bytes })
+        Ok(TensorRef { shape: shape.into(), dtype: T::DTYPE, bytes })
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Address of the borrowed data: the caller's own memory (for zero-copy checks).
+    pub fn data_ptr(&self) -> *const u8 {
+        self.bytes.as_ptr()
     }
 }
 
@@ -734,6 +844,9 @@ pub enum Input<'a> {
     Value(Value),
     /// Caller memory.
     Borrowed(TensorRef<'a>),
+    /// A conversion into an input that failed (an array too large for the memory limit, for
+    /// example); a run given it returns this error.
+    Invalid(Error),
 }
 
 impl From<Tensor> for Input<'_> {
@@ -889,10 +1002,7 @@ impl Session {
     /// println!("{:?}", out[0]);
     /// # Ok(()) }
     /// ```
-    pub fn run<'a, K: AsRef<str>, V: Into<Input<'a>>>(
-        &self,
-        inputs: impl IntoIterator<Item = (K, V)>,
-    ) -> Result<Outputs> {
+    pub fn run<'a>(&self, inputs: impl RunInputs<'a>) -> Result<Outputs> {
         self.run_ctx(inputs, &RunContext::default())
     }
 
@@ -915,17 +1025,15 @@ impl Session {
     /// # drop(stopper);
     /// # Ok(()) }
     /// ```
-    pub fn run_with_options<'a, K: AsRef<str>, V: Into<Input<'a>>>(
-        &self,
-        inputs: impl IntoIterator<Item = (K, V)>,
-        options: &RunOptions,
-    ) -> Result<Outputs> {
+    pub fn run_with_options<'a>(&self, inputs: impl RunInputs<'a>, options: &RunOptions) -> Result<Outputs> {
         let ctx = options.context();
         let span = options.tag.as_deref().map(|tag| tracing::info_span!("run", tag = %tag));
         let _entered = span.as_ref().map(tracing::Span::enter);
         let started = std::time::Instant::now();
         let out = self.run_ctx(inputs, &ctx);
-        if let Err(Error::Cancelled { reason, .. }) = &out {
+        if let Err(Error::Cancelled { reason, .. }) = &out
+            && self.inner.log_level.is_none_or(|l| l >= LogLevel::Info)
+        {
             tracing::info!(%reason, after_ms = started.elapsed().as_secs_f64() * 1e3, "run stopped");
         }
         out.map_err(|e| match e {
@@ -968,35 +1076,43 @@ impl Session {
         RunFuture { shared }
     }
 
-    fn run_ctx<'a, K: AsRef<str>, V: Into<Input<'a>>>(
-        &self,
-        inputs: impl IntoIterator<Item = (K, V)>,
-        ctx: &RunContext,
-    ) -> Result<Outputs> {
+    fn run_ctx<'a>(&self, inputs: impl RunInputs<'a>, ctx: &RunContext) -> Result<Outputs> {
         // Inline storage: a steady-state run of a model with up to 8 inputs allocates nothing
         // here (`vinort perf` counts the heap allocations per inference).
         let n = self.inner.inputs.len();
         let mut given: SmallVec<[Option<Value>; 8]> = (0..n).map(|_| None).collect();
-        for (k, v) in inputs {
-            let name = k.as_ref();
-            let Some(pos) = self.inner.inputs.iter().position(|i| i.name == name) else {
-                let known: Vec<&str> = self.inner.inputs.iter().map(|i| i.name.as_str()).collect();
-                return Err(Error::Input {
-                    name: name.into(),
-                    message: format!("the model has no such input (its inputs: {})", known.join(", ")),
-                });
+        inputs.for_each_input(&mut |key, v| {
+            let infos = &self.inner.inputs;
+            let pos = match key {
+                InputKey::Name(name) => infos.iter().position(|i| i.name == name).ok_or_else(|| {
+                    let known: Vec<&str> = infos.iter().map(|i| i.name.as_str()).collect();
+                    Error::Input {
+                        name: name.into(),
+                        message: format!("the model has no such input (its inputs: {})", known.join(", ")),
+                    }
+                })?,
+                InputKey::Position(i) if i < n => i,
+                InputKey::Position(i) => {
+                    return Err(Error::Input {
+                        name: format!("#{i}"),
+                        message: format!("input {} given by position, but the model has {n} input(s)", i + 1),
+                    });
+                }
             };
-            let value = match v.into() {
+            let name = infos[pos].name.as_str();
+            let value = match v {
                 Input::Value(v) => v,
                 // SAFETY: the borrowed storage lives for 'a, which outlasts this call; every
                 // output is detached from borrowed storage below before returning, and no
                 // kernel keeps inputs beyond a run.
-                Input::Borrowed(t) => Value::Tensor(unsafe { Tensor::borrow_bytes(t.dtype, t.shape, t.bytes) }?),
+                Input::Borrowed(t) => Value::Tensor(unsafe { Tensor::borrow_bytes(t.dtype, &t.shape, t.bytes) }?),
+                Input::Invalid(e) => return Err(e),
             };
             if given[pos].replace(value).is_some() {
                 return Err(Error::Input { name: name.into(), message: "given more than once".into() });
             }
-        }
+            Ok(())
+        })?;
         let values = self.execute(given, ctx, &[])?;
         let values = values.into_iter().map(Value::detach_borrowed).collect();
         Ok(Outputs { names: self.inner.output_names.clone(), values })

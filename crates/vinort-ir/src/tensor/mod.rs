@@ -9,6 +9,8 @@ use smallvec::SmallVec;
 use crate::dtype::{DType, Elem};
 use crate::error::{Error, Result};
 
+#[cfg(feature = "ndarray")]
+mod array;
 mod buffer;
 
 use buffer::Shared;
@@ -362,6 +364,19 @@ impl Tensor {
         // SAFETY: type and alignment checked above; length equals numel * size_of::<T>()
         // (checked by every constructor); bool bytes were validated on construction.
         Ok(unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), self.len()) })
+    }
+
+    /// Shape and elements as `T`, like `ort`'s `try_extract_tensor`: no copy, no ndarray.
+    ///
+    /// ```
+    /// let t = vinort_ir::Tensor::from_slice(&[2, 2], &[1.0f32, 2.0, 3.0, 4.0])?;
+    /// let (shape, data) = t.try_extract_tensor::<f32>()?;
+    /// assert_eq!((shape, data), (&[2usize, 2][..], &[1.0f32, 2.0, 3.0, 4.0][..]));
+    /// assert!(t.try_extract_tensor::<i64>().is_err()); // the wrong type is an error
+    /// # Ok::<(), vinort_ir::Error>(())
+    /// ```
+    pub fn try_extract_tensor<T: Elem>(&self) -> Result<(&[usize], &[T])> {
+        Ok((self.shape(), self.as_slice::<T>()?))
     }
 
     /// The strings of a string tensor.
