@@ -9,12 +9,15 @@
 //! into the same version), `partition_name`. vinort adds the device and the compile
 //! properties in `notes`, because OpenVINO's C API imports a blob with no properties: the CPU
 //! plugin would run an f32 partition in bf16. A node without vinort's notes (written by ONNX
-//! Runtime) is imported with the loading session's properties.
+//! Runtime) is imported with the loading session's properties; ONNX Runtime's blobs come in
+//! its `OVEP_BIN` container ([`ovep_bin`]).
 
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use vinort_ir::{Error, Model, Node, Result};
+
+pub mod ovep_bin;
 
 /// The op type.
 pub const OP: &str = "EPContext";
@@ -95,44 +98,43 @@ fn parse_notes(s: &str) -> Option<Recorded> {
 
 /// Reads and checks an EPContext node of this provider: a clear error for another provider's
 /// node, a node without a blob, a blob file that is missing or escapes the model's folder.
+///
+/// ONNX Runtime's OpenVINO EP (1.23 and later) stores its blobs in an `OVEP_BIN` container
+/// ([`ovep_bin`]) shared by all the model's partitions: a node's blob is the container's entry
+/// of its `partition_name`. With embed_mode 1 only the first node (main_context=1) holds the
+/// container, and the others (main_context=0, empty ep_cache_context) read it from there; with
+/// embed_mode 0 every node names the same file.
 pub fn read(model: &Model, n: &Node) -> Result<ContextNode> {
-    let proto = n.proto.as_ref().ok_or_else(|| n.error("EPContext node has no original proto"))?;
-    let attr = |name: &str| proto.attribute.iter().find(|a| a.name.as_deref() == Some(name));
-    let text = |name: &str| -> Option<String> {
-        attr(name).and_then(|a| a.s.as_ref()).map(|s| String::from_utf8_lossy(s).into_owned())
-    };
-    let int = |name: &str, default: i64| attr(name).and_then(|a| a.i).unwrap_or(default);
-    let source = text("source").unwrap_or_default();
+    let attrs = Attrs::of(n)?;
+    let source = attrs.text("source").unwrap_or_default();
     if source != SOURCE && source != "OpenVINO" {
         return Err(n.error(format!(
             "EPContext node for '{}', not for OpenVINO: it was compiled for another execution provider",
             if source.is_empty() { "(no source)" } else { &source }
         )));
     }
-    if int("main_context", 1) != 1 {
-        return Err(n.error(
-            "EPContext node with main_context=0 shares another node's context, which vinort does not load".to_owned(),
-        ));
-    }
-    let sdk_version = text("ep_sdk_version").unwrap_or_default();
-    let content = attr("ep_cache_context")
-        .and_then(|a| a.s.clone())
-        .ok_or_else(|| n.error("EPContext node has no ep_cache_context".to_owned()))?;
-    let (blob, origin) = match int("embed_mode", 1) {
-        1 => (content, "embedded".to_owned()),
-        0 => {
-            let name = String::from_utf8_lossy(&content).into_owned();
-            let path = blob_path(model, &name).map_err(|m| n.error(m))?;
-            let bytes = std::fs::read(&path)
-                .map_err(|e| n.error(format!("cannot read the context blob {}: {e}", path.display())))?;
-            (Bytes::from(bytes), path.display().to_string())
-        }
-        other => return Err(n.error(format!("EPContext embed_mode {other} is neither 0 nor 1"))),
+    let sdk_version = attrs.text("ep_sdk_version").unwrap_or_default();
+    let embed = attrs.int("embed_mode", 1);
+    let (content, origin) = if attrs.int("main_context", 1) == 1 || embed != 1 {
+        content(model, n, &attrs)?
+    } else {
+        main_context_of(model, n, &attrs)?
+    };
+    let (blob, origin) = if ovep_bin::is_container(&content) {
+        let name = attrs.text("partition_name").filter(|p| !p.is_empty()).ok_or_else(|| {
+            n.error(format!(
+                "its context ({origin}) is ONNX Runtime's OVEP_BIN container, but the node has no partition_name"
+            ))
+        })?;
+        let blob = ovep_bin::blob(&content, &name).map_err(|e| n.error(format!("{e} ({origin})")))?;
+        (blob, format!("{origin}, OVEP_BIN entry '{name}'"))
+    } else {
+        (content, origin)
     };
     if blob.is_empty() {
         return Err(n.error("EPContext node's blob is empty".to_owned()));
     }
-    let recorded = text("notes").as_deref().and_then(parse_notes);
+    let recorded = attrs.text("notes").as_deref().and_then(parse_notes);
     if let Some(r) = &recorded {
         let (len, crc) = r.check;
         if blob.len() != len || crc32fast::hash(&blob) != crc {
@@ -145,6 +147,70 @@ pub fn read(model: &Model, n: &Node) -> Result<ContextNode> {
         }
     }
     Ok(ContextNode { blob, sdk_version, recorded, origin })
+}
+
+/// An EPContext node's attributes.
+struct Attrs<'a>(&'a [vinort_ir::proto::onnx::AttributeProto]);
+
+impl<'a> Attrs<'a> {
+    fn of(n: &'a Node) -> Result<Attrs<'a>> {
+        let proto = n.proto.as_ref().ok_or_else(|| n.error("EPContext node has no original proto"))?;
+        Ok(Attrs(&proto.attribute))
+    }
+
+    fn get(&self, name: &str) -> Option<&'a vinort_ir::proto::onnx::AttributeProto> {
+        self.0.iter().find(|a| a.name.as_deref() == Some(name))
+    }
+
+    fn text(&self, name: &str) -> Option<String> {
+        self.get(name).and_then(|a| a.s.as_ref()).map(|s| String::from_utf8_lossy(s).into_owned())
+    }
+
+    fn int(&self, name: &str, default: i64) -> i64 {
+        self.get(name).and_then(|a| a.i).unwrap_or(default)
+    }
+}
+
+/// The bytes `ep_cache_context` holds (embed_mode 1) or names (embed_mode 0), and where they
+/// came from.
+fn content(model: &Model, n: &Node, attrs: &Attrs) -> Result<(Bytes, String)> {
+    let content = attrs
+        .get("ep_cache_context")
+        .and_then(|a| a.s.clone())
+        .ok_or_else(|| n.error("EPContext node has no ep_cache_context".to_owned()))?;
+    match attrs.int("embed_mode", 1) {
+        1 => Ok((content, "embedded".to_owned())),
+        0 => {
+            let name = String::from_utf8_lossy(&content).into_owned();
+            let path = blob_path(model, &name).map_err(|m| n.error(m))?;
+            let bytes = std::fs::read(&path)
+                .map_err(|e| n.error(format!("cannot read the context blob {}: {e}", path.display())))?;
+            Ok((Bytes::from(bytes), path.display().to_string()))
+        }
+        other => Err(n.error(format!("EPContext embed_mode {other} is neither 0 nor 1"))),
+    }
+}
+
+/// For an embedded node with main_context=0 (ONNX Runtime's later partitions): the container
+/// of the model's main-context node that holds its partition.
+fn main_context_of(model: &Model, n: &Node, attrs: &Attrs) -> Result<(Bytes, String)> {
+    let name = attrs.text("partition_name").unwrap_or_default();
+    let g = &model.graph;
+    for &ix in g.topo_order() {
+        let m = g.node(ix);
+        let Ok(other) = Attrs::of(m) else { continue };
+        if !is_context_node(m) || other.int("main_context", 1) != 1 || other.int("embed_mode", 1) != 1 {
+            continue;
+        }
+        let Some(held) = other.get("ep_cache_context").and_then(|a| a.s.clone()) else { continue };
+        if !name.is_empty() && ovep_bin::is_container(&held) && ovep_bin::blob(&held, &name).is_ok() {
+            return Ok((held, format!("embedded in node '{}'", m.name)));
+        }
+    }
+    Err(n.error(format!(
+        "EPContext node with main_context=0 shares another node's context, but no main-context node of this model \
+         holds partition '{name}'"
+    )))
 }
 
 /// A blob file named by an `embed_mode=0` node: relative to the model's folder, inside it.

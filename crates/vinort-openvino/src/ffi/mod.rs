@@ -113,6 +113,7 @@ pub const SYMBOLS: &[&str] = &[
     "ov_core_read_model",
     "ov_core_read_model_from_memory_buffer",
     "ov_core_set_properties",
+    "ov_core_set_property",
     "ov_free",
     "ov_get_last_err_msg",
     "ov_get_openvino_version",
@@ -151,6 +152,35 @@ pub const SYMBOLS: &[&str] = &[
     "ov_version_free",
 ];
 
+/// Functions of [`SYMBOLS`] that OpenVINO 2025.x lacks (the non-variadic compile and
+/// set-properties calls came later; 2025.4.1 has none of them, 2026.4.1 all). A library
+/// without them still loads: it imports compiled blobs (EPContext models written by ONNX
+/// Runtime's OpenVINO EP, which bundles 2025.4.1), setting properties one by one with
+/// `ov_core_set_property`, and a compile on it is refused by name ([`lacks`]).
+pub const NEWER_SYMBOLS: &[&str] =
+    &["ov_core_compile_model_from_file_props", "ov_core_compile_model_props", "ov_core_set_properties"];
+
+/// The [`NEWER_SYMBOLS`] the loaded library lacks.
+static LACKING: OnceLock<Vec<&'static str>> = OnceLock::new();
+
+/// True when the loaded library lacks the C function `name` (one of [`NEWER_SYMBOLS`]).
+pub(crate) fn lacks(name: &str) -> bool {
+    LACKING.get().is_some_and(|l| l.contains(&name))
+}
+
+/// The error for a call the loaded library cannot make.
+pub(crate) fn older_api(call: &'static str) -> OvError {
+    OvError::Call {
+        call,
+        status: -1,
+        message: format!(
+            "OpenVINO {} lacks {call} (OpenVINO 2026's C API): vinort compiles models only with OpenVINO 2026, \
+             and imports compiled blobs (EPContext) with this one",
+            version().unwrap_or_default()
+        ),
+    }
+}
+
 /// Opens the library on its own and checks it exports every function in [`SYMBOLS`] and
 /// reports a `year.minor` version: an OpenVINO too old for vinort, or a library that is not
 /// OpenVINO's C API, is an error naming what is wrong before openvino-sys binds it (which
@@ -166,8 +196,10 @@ fn check_library(path: &Path) -> OvResult<()> {
         .filter(|name| unsafe { lib.get::<unsafe extern "C" fn()>(name.as_bytes()) }.is_err())
         .copied()
         .collect();
+    let (newer, missing): (Vec<&str>, Vec<&str>) = missing.into_iter().partition(|n| NEWER_SYMBOLS.contains(n));
     match missing.as_slice() {
         [] => {
+            let _ = LACKING.set(newer);
             let version = version_of(&lib).map_err(load)?;
             use crate::version::{self as v, Compatibility, MEASURED};
             match v::parse(&version).as_deref() {
@@ -288,9 +320,17 @@ pub fn import_with(blob: &[u8], device: &str, props: &[(String, String)]) -> OvR
             // SAFETY: raw is a valid out-parameter.
             check("ov_core_create", unsafe { sys::ov_core_create(&mut raw) })?;
             let core = Core { raw };
-            if !props.is_empty() {
+            let d = cstring(device)?;
+            if !props.is_empty() && lacks("ov_core_set_properties") {
+                for (k, v) in props {
+                    let (k, v) = (cstring(k)?, cstring(v)?);
+                    // SAFETY: valid core and C strings for the call.
+                    check("ov_core_set_property", unsafe {
+                        sys::ov_core_set_property(core.raw, d.as_ptr(), k.as_ptr(), v.as_ptr())
+                    })?;
+                }
+            } else if !props.is_empty() {
                 let p = Properties::new(props)?;
-                let d = cstring(device)?;
                 // SAFETY: valid core, device string and property array for the call.
                 check("ov_core_set_properties", unsafe {
                     sys::ov_core_set_properties(core.raw, d.as_ptr(), p.raw.len(), p.raw.as_ptr())

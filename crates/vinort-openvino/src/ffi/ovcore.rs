@@ -91,6 +91,9 @@ impl Core {
 
     /// Compiles a model for a device with properties.
     pub fn compile(&self, model: &OvModel, device: &str, props: &[(String, String)]) -> OvResult<CompiledModel> {
+        if super::lacks("ov_core_compile_model_props") {
+            return Err(super::older_api("ov_core_compile_model_props"));
+        }
         let d = cstring(device)?;
         let p = Properties::new(props)?;
         let mut c = ptr::null_mut();
@@ -107,6 +110,9 @@ impl Core {
     /// [`Core::read_model_from_file`] + [`Core::compile`] cannot do: they hash the whole read
     /// model, weights included, before looking in the cache.
     pub fn compile_from_file(&self, path: &Path, device: &str, props: &[(String, String)]) -> OvResult<CompiledModel> {
+        if super::lacks("ov_core_compile_model_from_file_props") {
+            return Err(super::older_api("ov_core_compile_model_from_file_props"));
+        }
         let (m, d) = (cstring(&path.to_string_lossy())?, cstring(device)?);
         let p = Properties::new(props)?;
         let mut c = ptr::null_mut();
