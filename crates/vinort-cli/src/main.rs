@@ -1,27 +1,39 @@
 //! `vinort`: run ONNX models through ordered execution providers.
 
 mod perf;
+mod plan;
+mod save;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use vinort::ir::limits;
 use vinort::{DType, Dim, Runtime, Session, Tensor, Value};
 use vinort_tools::providers::ProviderArgs;
 use vinort_tools::stats;
-use vinort_tools::testcase::{self, read_tensor, read_tensors};
+use vinort_tools::testcase::{self, read_tensor};
 
 // Counts heap allocations for `vinort perf`: two relaxed atomic adds per allocation.
 #[global_allocator]
 static ALLOCATOR: vinort_tools::alloc_count::Counting = vinort_tools::alloc_count::Counting;
 
 #[derive(Parser)]
-#[command(name = "vinort", version, about = "Run ONNX models through OpenVINO and Rust CPU kernels")]
+// `--version` is vinort's own: it also reports the OpenVINO library found, which clap's
+// fixed version string cannot.
+#[command(
+    name = "vinort",
+    about = "Run ONNX models through OpenVINO and Rust CPU kernels",
+    disable_version_flag = true,
+    arg_required_else_help = true
+)]
 struct Cli {
     #[command(subcommand)]
-    cmd: Cmd,
+    cmd: Option<Cmd>,
+    /// Print vinort's version and the version of the OpenVINO library found (or why none was).
+    #[arg(short = 'V', long)]
+    version: bool,
     /// The most tensor memory vinort may hold at once, in bytes or with a K/M/G suffix
     /// (default: a quarter of the physical memory). A model asking for more fails with an error.
     #[arg(long, global = true, value_name = "BYTES", value_parser = parse_bytes)]
@@ -52,9 +64,22 @@ enum Cmd {
         /// An input from a TensorProto file: NAME=PATH (repeatable). Other inputs are random.
         #[arg(long = "input", value_name = "NAME=PATH")]
         inputs: Vec<String>,
-        /// Feed a test_data_set folder's input_K.pb files (compared with output_K.pb when present).
+        /// Feed a test_data_set folder's input_K.pb files and compare the outputs with its
+        /// output_K.pb files: exit code 1 when one differs by more than the tolerance.
         #[arg(long)]
         test_data: Option<PathBuf>,
+        /// Relative tolerance of the --test-data comparison: |got - ref| <= atol + rtol * |ref|.
+        /// Default: tolerance.txt of the data set's parent folder (the test case), else 1e-3.
+        #[arg(long, requires = "test_data")]
+        rtol: Option<f64>,
+        /// Absolute tolerance of the --test-data comparison. Default: the case's tolerance.txt,
+        /// else 1e-7.
+        #[arg(long, requires = "test_data")]
+        atol: Option<f64>,
+        /// Write every output of the first run to DIR as output_<i>.pb (ONNX TensorProto) and
+        /// <name>.npy.
+        #[arg(long, value_name = "DIR")]
+        output_dir: Option<PathBuf>,
         /// Value for a symbolic dimension of random inputs: NAME=N (repeatable; default 1).
         #[arg(long = "dim", value_name = "NAME=N")]
         dims: Vec<String>,
@@ -74,6 +99,13 @@ enum Cmd {
         model: PathBuf,
         #[command(flatten)]
         providers: ProviderArgs,
+        /// Output format: text (as `run` prints it), json (docs/plan-format.md), dot
+        /// (Graphviz), svg (drawn without Graphviz), html (one self-contained page).
+        #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+        format: PlanFormat,
+        /// Write to FILE instead of standard output.
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Compile a model and save it as a compiled-context model (ONNX Runtime's EPContext
     /// format): its OpenVINO partitions become EPContext nodes holding their compiled blobs, so
@@ -97,6 +129,12 @@ enum Cmd {
     Perf(perf::PerfArgs),
     /// The OpenVINO version and devices, or where the library was looked for.
     Devices,
+    /// Print a shell completion script: `vinort completions bash > /etc/bash_completion.d/vinort`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Run ONNX test-case folders (model.onnx + test_data_set_N/input_K.pb, output_K.pb), like
     /// onnx_test_runner: one line per case, then "N passed, M failed".
     // The shorter help these subcommands have always shown.
@@ -116,6 +154,21 @@ enum Cmd {
         #[arg(long)]
         atol: Option<f64>,
     },
+}
+
+/// `vinort partition --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum PlanFormat {
+    /// The plan as text.
+    Text,
+    /// The plan as JSON (docs/plan-format.md).
+    Json,
+    /// A Graphviz graph.
+    Dot,
+    /// An SVG picture.
+    Svg,
+    /// A self-contained HTML page: picture, legend and tables.
+    Html,
 }
 
 /// The providers of `-e`/`-i`/`--strict`. The message is the whole error: the CLI has always
@@ -236,13 +289,16 @@ struct RunArgs<'a> {
     providers: &'a ProviderArgs,
     inputs: &'a [String],
     test_data: Option<&'a Path>,
+    rtol: Option<f64>,
+    atol: Option<f64>,
+    output_dir: Option<&'a Path>,
     dims: &'a [String],
     runs: usize,
     seed: u64,
 }
 
 fn run(a: RunArgs<'_>) -> Result<()> {
-    let RunArgs { model, providers, inputs, test_data, dims, runs, seed } = a;
+    let RunArgs { model, providers, inputs, test_data, rtol, atol, output_dir, dims, runs, seed } = a;
     let (session, build_ms) = build(model, providers)?;
     println!("model: {}", model.display());
     print!("{}", session.plan());
@@ -259,7 +315,8 @@ fn run(a: RunArgs<'_>) -> Result<()> {
         let (k, p) = spec.split_once('=').context("--input wants NAME=PATH")?;
         given.push((k.to_owned(), load_pb(Path::new(p))?));
     }
-    let mut expected: Vec<Tensor> = vec![];
+    let mut expected: Vec<Value> = vec![];
+    let mut tolerance = testcase::Tolerance::default();
     if let Some(dir) = test_data {
         for (i, info) in session.inputs().iter().enumerate() {
             let p = dir.join(format!("input_{i}.pb"));
@@ -267,7 +324,11 @@ fn run(a: RunArgs<'_>) -> Result<()> {
                 given.push((info.name.clone(), load_pb(&p)?));
             }
         }
-        expected.extend(read_tensors(dir, "output")?.into_iter().map(|(_, t)| t));
+        expected = read_expected(dir, session.outputs())?;
+        // The data set's folder sits in its test case's, next to tolerance.txt.
+        let case = dir.parent().unwrap_or(dir);
+        let t = testcase::read_tolerance(case, tolerance)?;
+        tolerance = testcase::Tolerance { rtol: rtol.unwrap_or(t.rtol), atol: atol.unwrap_or(t.atol) };
     }
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     // An overridable initializer not given keeps its initializer.
@@ -282,15 +343,39 @@ fn run(a: RunArgs<'_>) -> Result<()> {
     for (name, v) in out.iter() {
         println!("output {name}: {}", summary(v));
     }
+    let mut mismatched: Vec<String> = vec![];
     for (i, (exp, (name, got))) in expected.iter().zip(out.iter()).enumerate() {
-        let got = got.as_tensor()?;
-        let (e, g) = (exp.to_f64_vec()?, got.to_f64_vec()?);
-        let worst = e.iter().zip(&g).map(|(a, b)| (a - b).abs() / (1e-6 + a.abs())).fold(0.0, f64::max);
-        let same_shape = exp.shape() == got.shape();
-        println!(
-            "check output_{i} ({name}): shape {} max relative difference {worst:.3e}",
-            if same_shape { "ok" } else { "MISMATCH" }
-        );
+        let verdict = match testcase::compare(got, exp, tolerance) {
+            Ok(()) => "ok".to_owned(),
+            Err(m) => {
+                mismatched.push(format!("output_{i} ({name})"));
+                format!("MISMATCH: {m}")
+            }
+        };
+        match (exp, got) {
+            (Value::Tensor(exp), Value::Tensor(got)) => {
+                let worst = match (exp.to_f64_vec(), got.to_f64_vec()) {
+                    (Ok(e), Ok(g)) => {
+                        let w = e.iter().zip(&g).map(|(a, b)| (a - b).abs() / (1e-6 + a.abs())).fold(0.0, f64::max);
+                        format!(" max relative difference {w:.3e}")
+                    }
+                    _ => String::new(),
+                };
+                let same_shape = exp.shape() == got.shape();
+                println!(
+                    "check output_{i} ({name}): shape {}{worst}: {verdict}",
+                    if same_shape { "ok" } else { "MISMATCH" }
+                );
+            }
+            _ => println!("check output_{i} ({name}): {verdict}"),
+        }
+    }
+    if let Some(dir) = output_dir {
+        let (written, notes) = save::write_outputs(dir, out.iter())?;
+        for n in notes {
+            eprintln!("warning: {n}");
+        }
+        println!("wrote {} file(s) to {}", written.len(), dir.display());
     }
     let mut times = stats::time_runs(runs, || session.run(given.iter().map(|(k, v)| (k.as_str(), v))).map(drop))?;
     times.sort_by(f64::total_cmp);
@@ -304,7 +389,26 @@ fn run(a: RunArgs<'_>) -> Result<()> {
             times[times.len() - 1]
         );
     }
+    if !mismatched.is_empty() {
+        bail!(
+            "{} output(s) differ from the test data (rtol {}, atol {}): {}",
+            mismatched.len(),
+            tolerance.rtol,
+            tolerance.atol,
+            mismatched.join(", ")
+        );
+    }
     Ok(())
+}
+
+/// The `output_K.pb` files of a data set, read as the model declares output K; more files than
+/// outputs is an error.
+fn read_expected(dir: &Path, outputs: &[vinort::IoInfo]) -> Result<Vec<Value>> {
+    let files: Vec<PathBuf> = (0..).map(|i| dir.join(format!("output_{i}.pb"))).take_while(|p| p.exists()).collect();
+    if files.len() > outputs.len() {
+        bail!("'{}' has {} output files, but the model has {} output(s)", dir.display(), files.len(), outputs.len());
+    }
+    files.iter().zip(outputs).map(|(p, info)| Ok(testcase::read_value(p, &info.ty)?)).collect()
 }
 
 fn main() -> std::process::ExitCode {
@@ -319,6 +423,21 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// `vinort --version`: vinort's version, then the OpenVINO library's or why none was found.
+/// Never an error: a missing OpenVINO is an answer here.
+fn version_text() -> String {
+    let ov = match vinort::openvino::devices() {
+        Ok((version, _)) => format!("OpenVINO {version}"),
+        // The reason lists every place searched, one per line: kept whole, indented.
+        Err(e) => {
+            let why = e.to_string();
+            let lines: Vec<&str> = why.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+            format!("OpenVINO: not found ({})", lines.join("\n  "))
+        }
+    };
+    format!("vinort {}\n{ov}\n", env!("CARGO_PKG_VERSION"))
 }
 
 /// The error and its causes, one per line, leaving out a cause whose text the lines before
@@ -339,15 +458,25 @@ fn report(e: &anyhow::Error) -> String {
 
 fn cli_main() -> Result<()> {
     let cli = Cli::parse();
+    if cli.version {
+        print!("{}", version_text());
+        return Ok(());
+    }
+    let Some(cmd) = cli.cmd else {
+        Cli::command().error(clap::error::ErrorKind::MissingSubcommand, "a command is required").exit()
+    };
     if let Some(bytes) = cli.memory_limit {
         limits::set_memory_limit(bytes);
     }
-    match cli.cmd {
-        Cmd::Run { model, providers, inputs, test_data, dims, runs, seed } => run(RunArgs {
+    match cmd {
+        Cmd::Run { model, providers, inputs, test_data, rtol, atol, output_dir, dims, runs, seed } => run(RunArgs {
             model: &model,
             providers: &providers,
             inputs: &inputs,
             test_data: test_data.as_deref(),
+            rtol,
+            atol,
+            output_dir: output_dir.as_deref(),
             dims: &dims,
             runs,
             seed,
@@ -408,10 +537,26 @@ fn cli_main() -> Result<()> {
             }
             Err(e) => bail!("{e}"),
         },
-        Cmd::Partition { model, providers } => {
+        Cmd::Partition { model, providers, format, output } => {
             let (session, ms) = build(&model, &providers)?;
-            print!("{}", session.plan());
-            println!("session created in {ms:.1} ms");
+            let text = match format {
+                PlanFormat::Text => format!("{}session created in {ms:.1} ms\n", session.plan()),
+                PlanFormat::Json => plan::PlanDoc::new(&model, &session).to_json(),
+                PlanFormat::Dot => plan::to_dot(&plan::PlanDoc::new(&model, &session)),
+                PlanFormat::Svg => plan::to_svg(&plan::PlanDoc::new(&model, &session))?,
+                PlanFormat::Html => plan::to_html(&plan::PlanDoc::new(&model, &session))?,
+            };
+            match output {
+                Some(path) => {
+                    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+                    println!("wrote {}", path.display());
+                }
+                None => print!("{text}"),
+            }
+            Ok(())
+        }
+        Cmd::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "vinort", &mut std::io::stdout());
             Ok(())
         }
     }

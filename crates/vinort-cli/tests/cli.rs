@@ -167,3 +167,145 @@ fn huge_declared_input_dims_are_errors_not_aborts() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("memory limit of 32768 bytes"), "{err}");
 }
+
+/// `run --test-data` with a reference that differs: the comparison is still printed, then
+/// exit code 1 with an error naming the output.
+#[test]
+fn run_with_mismatching_test_data_exits_1_naming_the_output() {
+    use vinort::ir::proto::prost::Message;
+    let dir = tempfile::tempdir().unwrap();
+    let src = repo().join("models/mobilenetv2_tiny/test_data_set_0");
+    std::fs::copy(src.join("input_0.pb"), dir.path().join("input_0.pb")).unwrap();
+    let bytes = std::fs::read(src.join("output_0.pb")).unwrap();
+    let (name, want) = vinort::ir::tensor_proto::decode_tensor(bytes.into()).unwrap();
+    // The right shape, one value off by far more than the tolerance.
+    let mut v = want.as_slice::<f32>().unwrap().to_vec();
+    v[3] += 0.5;
+    let wrong = vinort::Tensor::from_vec(want.shape(), v).unwrap();
+    std::fs::write(
+        dir.path().join("output_0.pb"),
+        vinort::ir::tensor_proto::tensor_to_proto(&name, &wrong).encode_to_vec(),
+    )
+    .unwrap();
+    let out = vinort()
+        .args(["run", "models/mobilenetv2_tiny/model.onnx", "-e", "cpu", "-r", "1", "--test-data"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let (text, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{text}\n{err}");
+    assert!(text.contains("check output_0 (probabilities): shape ok") && text.contains("MISMATCH"), "{text}");
+    assert!(text.contains("median"), "the timing still runs: {text}");
+    assert!(err.starts_with("error: 1 output(s) differ from the test data"), "{err}");
+    assert!(err.contains("output_0 (probabilities)"), "{err}");
+    // The right reference passes (exit 0), checked by run_prints_plan_check_and_timing; a
+    // looser tolerance given on the command line passes this one too.
+    let out = vinort()
+        .args(["run", "models/mobilenetv2_tiny/model.onnx", "-e", "cpu", "-r", "1", "--atol", "1", "--test-data"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The header of a `.npy` file: (descr, shape text, data), checked against NumPy's format 1.0
+/// by hand (magic, version, little-endian length, 64-byte alignment, newline).
+fn npy_parts(bytes: &[u8]) -> (String, String, Vec<u8>) {
+    assert_eq!(&bytes[..8], b"\x93NUMPY\x01\x00", "magic and version 1.0");
+    let len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    assert_eq!((10 + len) % 64, 0, "data aligned to 64 bytes");
+    let header = std::str::from_utf8(&bytes[10..10 + len]).unwrap();
+    assert!(header.ends_with('\n'), "{header:?}");
+    let header = header.trim_end();
+    assert!(header.starts_with("{'descr': '") && header.ends_with(", }"), "{header}");
+    assert!(header.contains("'fortran_order': False"), "{header}");
+    let descr = header.split("'descr': '").nth(1).unwrap().split('\'').next().unwrap().to_owned();
+    let shape = header.split("'shape': ").nth(1).unwrap().split(')').next().unwrap().to_owned() + ")";
+    (descr, shape, bytes[10 + len..].to_vec())
+}
+
+/// `run --output-dir`: `output_<i>.pb` round-trips (name, dtype, shape, values against the
+/// reference), and `<name>.npy` has NumPy's header and the same bytes; names are made safe.
+#[test]
+fn run_output_dir_writes_pb_and_npy_files() {
+    use vinort::ir::proto::build;
+    use vinort::ir::proto::prost::Message;
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = vinort()
+        .args(["run", "models/mobilenetv2_tiny/model.onnx", "-e", "cpu", "-r", "1", "--output-dir"])
+        .arg(out_dir.path())
+        .args(["--test-data", "models/mobilenetv2_tiny/test_data_set_0"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let read = |p: &str| std::fs::read(out_dir.path().join(p)).unwrap_or_else(|e| panic!("{p}: {e}"));
+    let (name, got) = vinort::ir::tensor_proto::decode_tensor(read("output_0.pb").into()).unwrap();
+    let reference = std::fs::read(repo().join("models/mobilenetv2_tiny/test_data_set_0/output_0.pb")).unwrap();
+    let (_, want) = vinort::ir::tensor_proto::decode_tensor(reference.into()).unwrap();
+    assert_eq!(name, "probabilities");
+    assert_eq!((got.dtype(), got.shape()), (want.dtype(), want.shape()));
+    for (g, w) in got.as_slice::<f32>().unwrap().iter().zip(want.as_slice::<f32>().unwrap()) {
+        assert!((g - w).abs() <= 1e-4 + 1e-3 * w.abs(), "{g} against {w}");
+    }
+    let (descr, shape, data) = npy_parts(&read("probabilities.npy"));
+    assert_eq!((descr.as_str(), shape.as_str()), ("<f4", "(1, 10)"));
+    assert_eq!(data, got.as_bytes());
+
+    // Bool and int64 outputs, one named like a path.
+    let dir = tempfile::tempdir().unwrap();
+    let graph = vinort::ir::proto::onnx::GraphProto {
+        name: Some("g".into()),
+        node: vec![
+            build::node("IsNaN", "nan", &["x"], &["mask/nan"]),
+            build::node("Shape", "shape", &["x"], &["shape"]),
+        ],
+        input: vec![build::fixed_tensor_info("x", 1, &[2, 3])],
+        output: vec![build::fixed_tensor_info("mask/nan", 9, &[2, 3]), build::fixed_tensor_info("shape", 7, &[2])],
+        ..Default::default()
+    };
+    let model = dir.path().join("kinds.onnx");
+    std::fs::write(&model, build::model(8, &[("", 17)], graph).encode_to_vec()).unwrap();
+    let outputs = dir.path().join("out");
+    let out =
+        vinort().args(["run", "-e", "cpu", "-r", "0"]).arg(&model).arg("--output-dir").arg(&outputs).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (descr, shape, data) = npy_parts(&std::fs::read(outputs.join("mask_nan.npy")).unwrap());
+    assert_eq!((descr.as_str(), shape.as_str(), data), ("|b1", "(2, 3)", vec![0u8; 6]));
+    let (descr, shape, data) = npy_parts(&std::fs::read(outputs.join("shape.npy")).unwrap());
+    assert_eq!((descr.as_str(), shape.as_str()), ("<i8", "(2,)"));
+    assert_eq!(data, [2i64.to_le_bytes(), 3i64.to_le_bytes()].concat());
+    let (name, t) =
+        vinort::ir::tensor_proto::decode_tensor(std::fs::read(outputs.join("output_0.pb")).unwrap().into()).unwrap();
+    assert_eq!((name.as_str(), t.dtype(), t.shape()), ("mask/nan", vinort::DType::Bool, &[2usize, 3][..]));
+}
+
+/// `--version`: vinort's version and OpenVINO's, or why OpenVINO was not found — never an error.
+#[test]
+fn version_prints_vinort_and_openvino_versions() {
+    let out = vinort().arg("--version").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], format!("vinort {}", env!("CARGO_PKG_VERSION")));
+    let (version, _) = vinort::openvino::devices().expect("OpenVINO is installed for the tests");
+    assert_eq!(lines[1], format!("OpenVINO {version}"), "{text}");
+
+    let out = without_openvino().arg("-V").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.starts_with(&format!("vinort {}\nOpenVINO: not found (", env!("CARGO_PKG_VERSION"))), "{text}");
+    assert!(text.contains("VINORT_OPENVINO_LIB: not set") && text.trim_end().ends_with(')'), "{text}");
+}
+
+#[test]
+fn completions_cover_every_command() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = vinort().args(["completions", shell]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && !text.is_empty(), "{shell}");
+        // fish spells options `-l format`.
+        for word in ["partition", "completions", "format", "output-dir"] {
+            assert!(text.contains(word), "{shell}: no '{word}'");
+        }
+    }
+}

@@ -34,6 +34,8 @@ pub struct PlannedPartition {
 pub struct Refusal {
     /// Node name.
     pub node: String,
+    /// The node in the session's graph ([`crate::Session::model`]): names need not be unique.
+    pub node_index: NodeIndex,
     /// Op type (qualified with its domain when not default).
     pub op: String,
     /// Provider that refused.
@@ -158,7 +160,9 @@ pub(crate) fn partition(
         for pi in 0..upto {
             let why =
                 vetoes.get(&(pi, *n)).or_else(|| refused[pi].get(n)).cloned().unwrap_or_else(|| "not claimed".into());
-            tracing::debug!(node = %g.node(*n).name, provider = %providers[pi].name(), reason = %why, "refused");
+            if crate::session::logs(crate::LogLevel::Verbose) {
+                tracing::debug!(node = %g.node(*n).name, provider = %providers[pi].name(), reason = %why, "refused");
+            }
             reasons.entry(*n).or_default().push((providers[pi].name(), why));
         }
     }
@@ -187,13 +191,14 @@ pub(crate) fn partition(
         for (p, why) in rs {
             plan.refusals.push(Refusal {
                 node: g.node(*n).name.clone(),
+                node_index: *n,
                 op: g.node(*n).qualified_op(),
                 provider: p.clone(),
                 reason: why.clone(),
             });
         }
     }
-    plan.refusals.sort_by(|a, b| a.node.cmp(&b.node));
+    plan.refusals.sort_by(|a, b| a.node.cmp(&b.node).then(a.node_index.cmp(&b.node_index)));
 
     let defs = groups.into_iter().map(|(pi, nodes)| (pi, boundary(model, nodes))).collect::<Vec<_>>();
     let whole = defs.len() == 1;

@@ -211,7 +211,7 @@ fn check_library(path: &Path) -> OvResult<()> {
                 _ => Err(load(format!("its version `{version}` is not OpenVINO's `year.minor...`"))),
             }
         }
-        [..] if missing.len() == SYMBOLS.len() => {
+        [..] if missing.len() + newer.len() == SYMBOLS.len() => {
             Err(load("it exports none of OpenVINO's C API (is it libopenvino_c?)".to_owned()))
         }
         _ => Err(load(format!(
