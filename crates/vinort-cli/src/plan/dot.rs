@@ -94,23 +94,16 @@ pub fn to_dot(doc: &PlanDoc) -> String {
         let _ = writeln!(o, "  }}");
     }
 
-    for (i, t) in doc.inputs.iter().enumerate() {
-        let _ = writeln!(
-            o,
-            "  in_{i} [shape=ellipse, style=filled, fillcolor={}, label={}, tooltip={}];",
-            q(IO_FILL),
-            q(&format!("{}\n{}", style::shorten(&t.name, 40), t.ty)),
-            q(&format!("graph input {} {}", t.name, t.ty))
-        );
-    }
-    for (i, t) in doc.outputs.iter().enumerate() {
-        let _ = writeln!(
-            o,
-            "  out_{i} [shape=ellipse, style=filled, fillcolor={}, label={}, tooltip={}];",
-            q(IO_FILL),
-            q(&format!("{}\n{}", style::shorten(&t.name, 40), t.ty)),
-            q(&format!("graph output {} {}", t.name, t.ty))
-        );
+    for (id, what, tensors) in [("in", "input", &doc.inputs), ("out", "output", &doc.outputs)] {
+        for (i, t) in tensors.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                "  {id}_{i} [shape=ellipse, style=filled, fillcolor={}, label={}, tooltip={}];",
+                q(IO_FILL),
+                q(&format!("{}\n{}", style::shorten(&t.name, 40), t.ty)),
+                q(&format!("graph {what} {} {}", t.name, t.ty))
+            );
+        }
     }
     for e in &doc.edges {
         let from = match e.from {
