@@ -8,9 +8,11 @@
 //!
 //! Shared by every family: [`kernel`] (the kernel interface, the registry and THE dtype
 //! dispatch `with_numeric!`), `numeric` (the one numeric trait set, on `num-traits`, and the
-//! f16/bf16 widening helpers) and `par` (when a kernel goes parallel).
+//! f16/bf16 widening helpers), `par` (when a kernel goes parallel) and [`isa`] (which
+//! instruction sets the kernels use: detected once, capped by `VINORT_CPU_ISA`).
 #![deny(missing_docs)]
 
+pub mod isa;
 pub mod kernel;
 pub mod kernels;
 pub(crate) mod numeric;

@@ -168,12 +168,12 @@ fn gemv<T: GemmElem>(
     let job = Gemv { a: &av, b, accumulate, scale };
     let block = |j0: usize, out: &mut [T]| {
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx512f") {
+        if crate::isa::avx512() {
             // SAFETY: the CPU running this code has AVX-512F (checked just above).
             return unsafe { job.block_avx512(j0, out) };
         }
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        if crate::isa::avx2() {
             // SAFETY: the CPU running this code has AVX2 and FMA (checked just above).
             return unsafe { job.block_avx2(j0, out) };
         }

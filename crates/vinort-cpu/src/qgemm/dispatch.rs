@@ -32,17 +32,9 @@ pub(super) enum Isa {
 impl Isa {
     pub(super) fn is_available(self) -> bool {
         match self {
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512Vnni => {
-                std::arch::is_x86_feature_detected!("avx512f")
-                    && std::arch::is_x86_feature_detected!("avx512bw")
-                    && std::arch::is_x86_feature_detected!("avx512vl")
-                    && std::arch::is_x86_feature_detected!("avx512vnni")
-            }
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
-            #[cfg(not(target_arch = "x86_64"))]
-            Isa::Avx512Vnni | Isa::Avx2 => false,
+            // The kernel level (crate::isa) includes every feature these kernels enable.
+            Isa::Avx512Vnni => crate::isa::avx512_vnni(),
+            Isa::Avx2 => crate::isa::avx2(),
             Isa::Portable => true,
         }
     }

@@ -160,11 +160,11 @@ pub(crate) fn apply_into(fun: Fun, x: &[f32], out: &mut [f32]) {
     assert_eq!(x.len(), out.len(), "apply_into: length mismatch");
     #[cfg(target_arch = "x86_64")]
     {
-        if is_x86_feature_detected!("avx512f") {
+        if crate::isa::avx512() {
             // SAFETY: the running CPU supports AVX-512F, checked just above.
             return unsafe { into_avx512(fun, x, out) };
         }
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        if crate::isa::avx2() {
             // SAFETY: the running CPU supports AVX2 and FMA, checked just above.
             return unsafe { into_avx2(fun, x, out) };
         }
@@ -176,11 +176,11 @@ pub(crate) fn apply_into(fun: Fun, x: &[f32], out: &mut [f32]) {
 pub(crate) fn apply_in_place(fun: Fun, y: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
-        if is_x86_feature_detected!("avx512f") {
+        if crate::isa::avx512() {
             // SAFETY: the running CPU supports AVX-512F, checked just above.
             return unsafe { in_place_avx512(fun, y) };
         }
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        if crate::isa::avx2() {
             // SAFETY: the running CPU supports AVX2 and FMA, checked just above.
             return unsafe { in_place_avx2(fun, y) };
         }

@@ -18,7 +18,7 @@
 //! [`apply_in_place`] and [`apply_into`] (over a [`Fun`]) are the intended
 //! entry points: they compile each function's loop three times (`avx512f`,
 //! `avx2,fma`, portable) and pick the best one at run time
-//! (`is_x86_feature_detected!`, which caches its answer after the first query).
+//! ([`crate::isa`]: detected once, capped by `VINORT_CPU_ISA`).
 //!
 //! No `mul_add` is used: without FMA hardware it becomes a slow libm call, and
 //! Rust never contracts `a * b + c` into an FMA on its own (not even inside a

@@ -75,11 +75,11 @@ pub(crate) fn softmax_row(x: &[f32], y: &mut [f32]) {
     assert_eq!(x.len(), y.len(), "softmax_row: length mismatch");
     #[cfg(target_arch = "x86_64")]
     {
-        if is_x86_feature_detected!("avx512f") {
+        if crate::isa::avx512() {
             // SAFETY: the running CPU supports AVX-512F, checked just above.
             return unsafe { softmax_avx512(x, y) };
         }
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        if crate::isa::avx2() {
             // SAFETY: the running CPU supports AVX2 and FMA, checked just above.
             return unsafe { softmax_avx2(x, y) };
         }

@@ -511,7 +511,7 @@ fn check_all_paths(name: &str, f: Fun) {
     paths.push(("portable", y));
     #[cfg(target_arch = "x86_64")]
     {
-        if is_x86_feature_detected!("avx512f") {
+        if crate::isa::avx512() {
             let mut y = xs.clone();
             // SAFETY: AVX-512F support was checked just above.
             unsafe { in_place_avx512(f, &mut y) };
@@ -523,7 +523,7 @@ fn check_all_paths(name: &str, f: Fun) {
         } else {
             println!("{name}: AVX-512F not available, path not tested");
         }
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        if crate::isa::avx2() {
             let mut y = xs.clone();
             // SAFETY: AVX2 and FMA support were checked just above.
             unsafe { in_place_avx2(f, &mut y) };

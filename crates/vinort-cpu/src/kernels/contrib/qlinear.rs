@@ -196,7 +196,7 @@ fn same_shape<T: vinort_ir::Elem + Copy + Into<i32> + TryFrom<i32>>(
     let (a, b) = (at.as_slice::<T>()?, bt.as_slice::<T>()?);
     Tensor::try_build_full::<T, Error>(at.shape(), |out| {
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx2") {
+        if crate::isa::avx2() {
             // SAFETY: the CPU running this code supports AVX2 (and so SSE4.1), checked above.
             unsafe { same_shape_avx2(p, a, b, out) };
             return Ok(());

@@ -22,11 +22,11 @@ use crate::kernels::window::valid_range;
 pub(crate) fn depthwise_plane<T: Real>(g: &Geo3, x: &[T], w: &[T], y: &mut [T], scratch: &mut Vec<T>) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx512f") {
+        if crate::isa::avx512() {
             // SAFETY: the CPU running this code supports AVX-512F (checked just above).
             return unsafe { depthwise_plane_avx512(g, x, w, y, scratch) };
         }
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        if crate::isa::avx2() {
             // SAFETY: the CPU running this code supports AVX2 and FMA (checked just above).
             return unsafe { depthwise_plane_avx2(g, x, w, y, scratch) };
         }

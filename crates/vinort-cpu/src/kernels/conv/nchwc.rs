@@ -56,14 +56,14 @@ pub(crate) enum Tiles {
     Avx2,
 }
 
-/// The best kernel set of this CPU, if it has one (`is_x86_feature_detected!` caches).
+/// The best kernel set of this CPU under the kernel level ([`crate::isa`]), if it has one.
 pub(crate) fn tiles() -> Option<Tiles> {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx512f") {
+        if crate::isa::avx512() {
             return Some(Tiles::Avx512);
         }
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        if crate::isa::avx2() {
             return Some(Tiles::Avx2);
         }
     }

@@ -82,12 +82,12 @@ impl Kernel for BlockedMaxPool {
                 let (plane, oy) = (t / oh, t % oh);
                 let xp = &x[plane * h * row_in..][..h * row_in];
                 #[cfg(target_arch = "x86_64")]
-                if std::is_x86_feature_detected!("avx512f") {
+                if crate::isa::avx512() {
                     // SAFETY: the CPU running this code has AVX-512F (checked just above).
                     return unsafe { row_avx512(xp, row_in, &rows[oy], cols, yr) };
                 }
                 #[cfg(target_arch = "x86_64")]
-                if std::is_x86_feature_detected!("avx2") {
+                if crate::isa::avx2() {
                     // SAFETY: the CPU running this code has AVX2 (checked just above).
                     return unsafe { row_avx2(xp, row_in, &rows[oy], cols, yr) };
                 }

@@ -252,12 +252,12 @@ fn max_plane_2d<T: MaxElem>(
     if halves(rows) && halves(cols) && idx.as_ref().is_none_or(|(_, _, cm)| cm.is_none()) {
         let idx = idx.map(|(ip, base, _)| (ip, base));
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx512f") {
+        if crate::isa::avx512() {
             // SAFETY: the CPU running this code has AVX-512F (checked just above).
             return unsafe { max_plane_2x2_avx512(xp, width, ow, yp, idx) };
         }
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx2") {
+        if crate::isa::avx2() {
             // SAFETY: the CPU running this code has AVX2 (checked just above).
             return unsafe { max_plane_2x2_avx2(xp, width, ow, yp, idx) };
         }

@@ -58,7 +58,7 @@ fn range(x: &[f32]) -> (f32, f32, bool) {
         range_portable(x)
     }
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
+    if crate::isa::avx512() {
         // SAFETY: the CPU running this code supports AVX-512F (checked just above).
         return unsafe { avx512(x) };
     }
@@ -68,7 +68,7 @@ fn range(x: &[f32]) -> (f32, f32, bool) {
         range_portable(x)
     }
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
+    if crate::isa::avx2() {
         // SAFETY: the CPU running this code supports AVX2 (checked just above).
         return unsafe { avx2(x) };
     }

@@ -273,29 +273,12 @@ impl Kernel for NhwcConv {
 
 /// True when this CPU runs the AVX-512 builds of the loops.
 fn avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx512bw")
-            && std::is_x86_feature_detected!("avx512vl")
-            && std::is_x86_feature_detected!("avx512dq")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    crate::isa::avx512()
 }
 
 /// True when this CPU runs the AVX2 builds of the loops (rounding is one instruction there).
 fn avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    crate::isa::avx2()
 }
 
 /// The portable loops compiled for AVX2: the compiler vectorizes them (the baseline build

@@ -542,7 +542,7 @@ fn widen<X: Q8>(x: &[X], zx: i32, out: &mut [f32]) {
         portable(x, zx, out)
     }
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
+    if crate::isa::avx512() {
         // SAFETY: the CPU running this code supports AVX-512F (checked just above).
         return unsafe { avx512(x, zx, out) };
     }
@@ -552,7 +552,7 @@ fn widen<X: Q8>(x: &[X], zx: i32, out: &mut [f32]) {
         portable(x, zx, out)
     }
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
+    if crate::isa::avx2() {
         // SAFETY: the CPU running this code supports AVX2 (checked just above).
         return unsafe { avx2(x, zx, out) };
     }
@@ -579,7 +579,7 @@ fn narrow(sums: &[f32], out: &mut [i32]) {
         portable(sums, out)
     }
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
+    if crate::isa::avx512() {
         // SAFETY: the CPU running this code supports AVX-512F (checked just above).
         return unsafe { avx512(sums, out) };
     }
@@ -589,7 +589,7 @@ fn narrow(sums: &[f32], out: &mut [i32]) {
         portable(sums, out)
     }
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
+    if crate::isa::avx2() {
         // SAFETY: the CPU running this code supports AVX2 (checked just above).
         return unsafe { avx2(sums, out) };
     }

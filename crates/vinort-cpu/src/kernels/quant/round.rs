@@ -16,12 +16,12 @@ pub(crate) fn quantize<T: Copy>(
     cast: impl Fn(i32) -> T + Copy,
 ) {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
+    if crate::isa::avx512() {
         // SAFETY: the CPU running this code supports AVX-512F (checked just above).
         return unsafe { quantize_avx512(x, scale, zp, (lo, hi), out, cast) };
     }
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
+    if crate::isa::avx2() {
         // SAFETY: the CPU running this code supports AVX2 (checked just above).
         return unsafe { quantize_avx2(x, scale, zp, (lo, hi), out, cast) };
     }
@@ -87,12 +87,12 @@ pub(crate) fn requantize<T: Copy>(
     cast: impl Fn(i32) -> T + Copy,
 ) {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
+    if crate::isa::avx512() {
         // SAFETY: the CPU running this code supports AVX-512F (checked just above).
         return unsafe { requantize_avx512(acc, bias, mult, zp, (lo, hi), out, cast) };
     }
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
+    if crate::isa::avx2() {
         // SAFETY: the CPU running this code supports AVX2 (checked just above).
         return unsafe { requantize_avx2(acc, bias, mult, zp, (lo, hi), out, cast) };
     }
