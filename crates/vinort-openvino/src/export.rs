@@ -102,6 +102,25 @@ pub fn partition_model_with(
     weights: Weights,
     fold_int8_weights: bool,
 ) -> Result<Serialized> {
+    serialize(model, nodes, (inputs, outputs), weights, fold_int8_weights, false)
+}
+
+/// One node as a model that asks OpenVINO whether it converts the op at all: an input no type
+/// rule covers (the node follows an op of a custom domain) is declared a float tensor of
+/// unknown rank. What OpenVINO says about types proves nothing then; that it has no
+/// conversion for the op does.
+pub fn stand_in_model(model: &Model, ix: NodeIndex, inputs: &[ValueId], outputs: &[ValueId]) -> Result<Serialized> {
+    serialize(model, &[ix], (inputs, outputs), Weights::ByAddress, false, true)
+}
+
+fn serialize(
+    model: &Model,
+    nodes: &[NodeIndex],
+    (inputs, outputs): (&[ValueId], &[ValueId]),
+    weights: Weights,
+    fold_int8_weights: bool,
+    stand_in_types: bool,
+) -> Result<Serialized> {
     let g = &model.graph;
     let mut node_protos = Vec::with_capacity(nodes.len());
     let mut inits: Vec<ValueId> = vec![];
@@ -126,7 +145,16 @@ pub fn partition_model_with(
     }
     let vi = |v: ValueId, need_type: bool| -> Result<onnx::ValueInfoProto> {
         let info = g.value(v);
-        let ty = type_proto(&info.ty);
+        let ty = match (&info.ty, stand_in_types) {
+            (ValueType::Unknown, true) => Some(onnx::TypeProto {
+                value: Some(onnx::type_proto::Value::TensorType(onnx::type_proto::Tensor {
+                    elem_type: Some(vinort_ir::DType::F32.onnx_code()),
+                    shape: None,
+                })),
+                ..Default::default()
+            }),
+            (ty, _) => type_proto(ty),
+        };
         if need_type && ty.is_none() {
             // Only an op without a type rule (a custom domain) leaves a value untyped; a graph
             // input of a standalone ONNX model must have a type, so this partition cannot be
@@ -191,20 +219,6 @@ pub fn dequantizes_int8_weights(model: &Model, nodes: &[NodeIndex]) -> bool {
                 .and_then(|v| g.initializer(v))
                 .is_some_and(|x| x.dtype() == vinort_ir::DType::I8)
     })
-}
-
-/// Whether this CPU multiplies int8 exactly in OpenVINO's CPU plugin: it has VNNI (AVX-512
-/// VNNI or AVX-VNNI), so uint8 × int8 products need no saturating int16 step. Always true off
-/// x86-64, where the `vpmaddubsw` problem does not arise.
-pub fn cpu_has_exact_int8() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512vnni") || std::arch::is_x86_feature_detected!("avxvnni")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        true
-    }
 }
 
 /// The f32 value of a `DequantizeLinear` node of a constant int8 weight with an f32 scale

@@ -6,6 +6,7 @@
 //! |---|---|
 //! | [`provider`] | the [`provider::OpenVinoProvider`]: start-up, capability layers, compile strategies, request pool, per-shape cache, output hand-over (see its own map) |
 //! | [`ffi`] | owning wrappers over OpenVINO's C API, one per handle kind; finding and loading the library |
+//! | [`cpu_kind`] | what the CPU plugin does on this CPU under oneDNN's ISA cap: exact int8 (VNNI), bf16 by default |
 //! | [`error`] | [`error::OvError`], the typed failures of finding, loading, starting and calling OpenVINO, and their one conversion at the provider border |
 //! | `fnv` | the stable FNV-1a hash behind on-disk keys (probe cache, partition files) |
 //! | [`options`] | the ORT-compatible provider options: parsing, validation, resolution to OpenVINO properties |
@@ -23,6 +24,7 @@
 
 #[cfg(feature = "ffi")]
 pub mod context;
+pub mod cpu_kind;
 pub mod error;
 #[cfg(feature = "ffi")]
 pub mod export;
