@@ -242,3 +242,39 @@ fn static_tensors_past_the_memory_limit_never_reach_openvino() {
         assert!(t0.elapsed() < std::time::Duration::from_secs(10), "{name} took {:?}", t0.elapsed());
     }
 }
+
+/// A compile past the session's deadline is abandoned: its nodes are refused with a reason
+/// naming the deadline and go to the next provider, and the session runs right.
+#[test]
+fn a_compile_past_its_deadline_is_refused_naming_the_deadline_and_cpu_runs_the_model() {
+    let s = Runtime::load(model_dir("partition_cnn").join("model.onnx"))
+        .unwrap()
+        .providers([OpenVino::cpu().precision(Precision::Fp32).into(), Cpu::default().into()])
+        .compile_timeout(std::time::Duration::from_nanos(1))
+        .build()
+        .unwrap();
+    let plan = s.plan();
+    assert!(plan.partitions.iter().all(|p| p.provider == "Cpu"), "{plan}");
+    assert!(plan.path.contains("compile deadline"), "{plan}");
+    assert!(!plan.refusals.is_empty(), "{plan}");
+    for r in &plan.refusals {
+        assert!(r.reason.contains("compile deadline") && r.reason.contains("did not finish within"), "{}", r.reason);
+    }
+    assert!(vinort::ir::deadline::abandoned() > 0, "the compile was abandoned, not waited for");
+    check_sample(&s, "partition_cnn");
+
+    // No deadline (zero) and the default both compile it on OpenVINO.
+    for limit in [Some(std::time::Duration::ZERO), None] {
+        let b = Runtime::load(model_dir("partition_cnn").join("model.onnx"))
+            .unwrap()
+            .providers([OpenVino::cpu().precision(Precision::Fp32).into(), Cpu::default().into()]);
+        let s = match limit {
+            Some(l) => b.compile_timeout(l),
+            None => b,
+        }
+        .build()
+        .unwrap();
+        assert!(s.plan().partitions.iter().any(|p| p.provider.starts_with("OpenVino")), "{}", s.plan());
+        check_sample(&s, "partition_cnn");
+    }
+}

@@ -3,6 +3,7 @@
 mod perf;
 mod plan;
 mod save;
+mod watchdog;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -38,6 +39,14 @@ struct Cli {
     /// (default: a quarter of the physical memory). A model asking for more fails with an error.
     #[arg(long, global = true, value_name = "BYTES", value_parser = parse_bytes)]
     memory_limit: Option<usize>,
+    /// End the command (session build and runs) after this long, with exit code 124: 90s,
+    /// 500ms, 2m; 0 (the default) waits for ever.
+    #[arg(long, global = true, value_name = "DURATION", value_parser = watchdog::parse_duration)]
+    timeout: Option<std::time::Duration>,
+    /// The longest one OpenVINO compile or probe may take before its partition is refused
+    /// and the model re-partitioned (default 60s; 0 waits for ever).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = watchdog::parse_duration)]
+    compile_timeout: Option<std::time::Duration>,
 }
 
 /// `4096`, `64K`, `512M`, `2G` (powers of 1024).
@@ -417,19 +426,20 @@ fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .init();
     match cli_main() {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(()) => watchdog::leave(0),
         Err(e) => {
             eprintln!("error: {}", report(&e));
-            std::process::ExitCode::FAILURE
+            watchdog::leave(1)
         }
     }
 }
 
-/// `vinort --version`: vinort's version, then the OpenVINO library's or why none was found.
+/// `vinort --version`: vinort's version, then the OpenVINO library's or why none was found,
+/// OpenVINO's CPU capabilities and the ISA level of the Cpu provider's kernels.
 /// Never an error: a missing OpenVINO is an answer here.
 fn version_text() -> String {
     let ov = match vinort::openvino::devices() {
-        Ok((version, _)) => format!("OpenVINO {version}"),
+        Ok((version, _)) => format!("OpenVINO {version}\n{}", openvino_cpu_line()),
         // The reason lists every place searched, one per line: kept whole, indented.
         Err(e) => {
             let why = e.to_string();
@@ -437,7 +447,15 @@ fn version_text() -> String {
             format!("OpenVINO: not found ({})", lines.join("\n  "))
         }
     };
-    format!("vinort {}\n{ov}\n", env!("CARGO_PKG_VERSION"))
+    format!("vinort {}\n{ov}\nCpu provider kernels: {}\n", env!("CARGO_PKG_VERSION"), vinort::isa::isa())
+}
+
+/// What OpenVINO's CPU plugin offers and does here: its capabilities, the ISA cap, int8 and
+/// the default precision.
+fn openvino_cpu_line() -> String {
+    let caps = vinort::openvino::device_property("CPU", "OPTIMIZATION_CAPABILITIES")
+        .unwrap_or_else(|e| format!("(unknown: {e})"));
+    format!("OpenVINO CPU: capabilities {caps}; {}", vinort::openvino::cpu_kind().describe())
 }
 
 /// The error and its causes, one per line, leaving out a cause whose text the lines before
@@ -468,6 +486,14 @@ fn cli_main() -> Result<()> {
     if let Some(bytes) = cli.memory_limit {
         limits::set_memory_limit(bytes);
     }
+    if let Some(limit) = cli.timeout {
+        watchdog::arm(limit);
+    }
+    // Every session the command builds is built on this thread.
+    vinort::ir::deadline::with_compile_timeout(cli.compile_timeout, || command(cmd))
+}
+
+fn command(cmd: Cmd) -> Result<()> {
     match cmd {
         Cmd::Run { model, providers, inputs, test_data, rtol, atol, output_dir, dims, runs, seed } => run(RunArgs {
             model: &model,
@@ -508,7 +534,7 @@ fn cli_main() -> Result<()> {
             let failed =
                 outcomes.iter().any(|o| matches!(o.status, testcase::Status::Fail(_) | testcase::Status::Error(_)));
             if failed {
-                std::process::exit(1);
+                watchdog::exit(1);
             }
             Ok(())
         }
@@ -533,6 +559,8 @@ fn cli_main() -> Result<()> {
                 for (d, name) in devices {
                     println!("  {d}: {name}");
                 }
+                println!("{}", openvino_cpu_line());
+                println!("Cpu provider kernels: {}", vinort::isa::isa());
                 Ok(())
             }
             Err(e) => bail!("{e}"),

@@ -6,7 +6,8 @@
 //!   kept, whether or not any provider can run it.
 //! - [`ops`] is the one home of what vinort knows about each op (opsets, shape rule, traits,
 //!   shared window geometry); [`infer`] refines value types with those rules.
-//! - [`provider`] is the execution-provider interface; [`exec`] the step executor.
+//! - [`provider`] is the execution-provider interface; [`exec`] the step executor; [`limits`]
+//!   and [`deadline`] bound the memory and the time a model can take.
 //!
 //! ```
 //! use vinort_ir::{DType, Tensor};
@@ -18,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod attr;
+pub mod deadline;
 pub mod dtype;
 pub mod error;
 pub mod exec;

@@ -234,6 +234,9 @@ pub enum WholeModel {
     Compiled(Box<dyn CompiledPartition>, String),
     /// The model must be split, for this reason (a named refusal or the whole compile's error).
     Split(String),
+    /// The model must be split, and the whole compile showed that these nodes fail in it, each
+    /// for its reason: they must not reach this provider in any piece of the model either.
+    SplitRefusing(String, Vec<(NodeIndex, String)>),
     /// The provider has no whole-model path; partition node by node.
     NotTried,
 }
@@ -243,6 +246,7 @@ impl std::fmt::Debug for WholeModel {
         match self {
             WholeModel::Compiled(_, how) => write!(f, "Compiled({how:?})"),
             WholeModel::Split(why) => write!(f, "Split({why:?})"),
+            WholeModel::SplitRefusing(why, nodes) => write!(f, "SplitRefusing({why:?}, {} node(s))", nodes.len()),
             WholeModel::NotTried => f.write_str("NotTried"),
         }
     }

@@ -119,6 +119,12 @@ pub fn remember(key: &str, v: Verdict) {
     s.map.insert(key.to_owned(), v);
 }
 
+/// Remembers a verdict for this process only (one that says nothing about OpenVINO itself,
+/// such as a compile deadline passed on a loaded machine).
+pub fn remember_in_process(key: &str, v: Verdict) {
+    crate::lock(store()).map.insert(key.to_owned(), v);
+}
+
 #[cfg(test)]
 mod tests {
     use vinort_ir::proto::build::{dim, fixed_tensor_info, tensor_info};

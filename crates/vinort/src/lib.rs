@@ -49,14 +49,19 @@ pub use vinort_ir::{DType, Dim, Elem, Metadata, Model, Sequence, StopReason, Ten
 /// OpenVINO provider options and information. Option shapes use [`openvino::ShapeDim`]
 /// (fixed, bounded or dynamic) so they do not clash with the model's [`Dim`].
 pub mod openvino {
+    pub use vinort_openvino::cpu_kind::{CpuKind, current as cpu_kind};
     pub use vinort_openvino::options::Dim as ShapeDim;
     pub use vinort_openvino::options::{
         DEVICE_FORMS, Device, DeviceKind, DeviceProperties, InputShape, KNOWN_KEYS, Layout, LayoutSpec, LoadConfig,
         ModelPriority, OpenVinoOptions, OptionError, PhysicalDevice, Precision, RawProperty, ReshapeInput, Resolved,
         validate_property_value,
     };
-    pub use vinort_openvino::provider::{OpenVinoProvider, devices, is_available};
+    pub use vinort_openvino::provider::{OpenVinoProvider, device_property, devices, is_available};
 }
+
+/// The instruction sets the Cpu provider's kernels use: detected once, capped by
+/// `VINORT_CPU_ISA` (`avx2`, `avx512`...), so one machine can run another CPU kind's kernels.
+pub use vinort_cpu::isa;
 
 /// The pieces a custom execution provider or a tool needs: the provider interface, the graph,
 /// op specs, weights' decoding and the buffer/copy counters. Everything else of the internal
@@ -64,7 +69,7 @@ pub mod openvino {
 pub mod ir {
     pub use vinort_ir::{
         Capability, CompiledPartition, Error, ExecutionProvider, Graph, Model, Node, NodeIndex, Origin, PartitionDef,
-        Result, RunContext, Value, ValueId, ValueInfo, WholeModel, limits, ops, proto, stats, tensor_proto,
+        Result, RunContext, Value, ValueId, ValueInfo, WholeModel, deadline, limits, ops, proto, stats, tensor_proto,
     };
 }
 

@@ -105,6 +105,7 @@ pub struct SessionBuilder {
     save_context: Option<(std::path::PathBuf, crate::EmbedMode)>,
     env: Option<Environment>,
     memory_limit: Option<usize>,
+    compile_timeout: Option<std::time::Duration>,
     intra_threads: Option<usize>,
     optimization: Option<crate::GraphOptimizationLevel>,
     log_level: Option<LogLevel>,
@@ -144,6 +145,7 @@ impl SessionBuilder {
             save_context: None,
             env: None,
             memory_limit: None,
+            compile_timeout: None,
             intra_threads: None,
             optimization: None,
             log_level: None,
@@ -218,6 +220,25 @@ impl SessionBuilder {
         self
     }
 
+    /// The longest a provider may spend on one compile it cannot interrupt (an OpenVINO
+    /// compile, a single-node probe, a blob import); `Duration::ZERO` waits for ever. Default
+    /// [`vinort_ir::deadline::DEFAULT_COMPILE_TIMEOUT`] (60 s). A compile past it refuses its
+    /// partition, naming the deadline, and the graph is partitioned again as after any
+    /// compile failure (those nodes go to the next provider); the abandoned compile goes on
+    /// running on its own thread until OpenVINO returns ([`vinort_ir::deadline`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use vinort::Runtime;
+    /// # let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/mobilenetv2_tiny/model.onnx");
+    /// let session = Runtime::load(&model)?.compile_timeout(Duration::from_secs(120)).build()?;
+    /// # Ok::<(), vinort::Error>(())
+    /// ```
+    pub fn compile_timeout(mut self, timeout: std::time::Duration) -> SessionBuilder {
+        self.compile_timeout = Some(timeout);
+        self
+    }
+
     /// Once built, saves the session as a compiled-context model at `path` (like ONNX
     /// Runtime's `ep.context_enable` + `ep.context_file_path`); see [`Session::save_context`].
     pub fn save_context(mut self, path: impl AsRef<Path>, embed: crate::EmbedMode) -> SessionBuilder {
@@ -241,9 +262,12 @@ impl SessionBuilder {
     fn build_logged(self, save: Option<(std::path::PathBuf, crate::EmbedMode)>) -> Result<Session> {
         // Providers see the session's limit while they claim and compile (the OpenVINO
         // provider refuses nodes with static tensors past it: OpenVINO allocates those itself).
-        let session = vinort_ir::limits::with_session_limit(self.memory_limit, || match self.env.clone() {
-            Some(env) => self.build_shared(&env),
-            None => self.build_session(),
+        let deadline = self.compile_timeout;
+        let session = vinort_ir::deadline::with_compile_timeout(deadline, || {
+            vinort_ir::limits::with_session_limit(self.memory_limit, || match self.env.clone() {
+                Some(env) => self.build_shared(&env),
+                None => self.build_session(),
+            })
         })?;
         if let Some((path, embed)) = save {
             session.save_context(path, embed)?;
@@ -318,8 +342,10 @@ impl SessionBuilder {
         let g = &model.graph;
         let (plan, b) = match whole_model_first(&model, &started, &warnings)? {
             Ok(done) => done,
-            Err(path) => {
-                let (mut plan, b) = split(&model, &started, &warnings)?;
+            Err((path, evidence)) => {
+                // What the whole compile showed about single nodes holds for every piece.
+                let vetoes = evidence.into_iter().map(|(n, why)| ((0, n), why)).collect();
+                let (mut plan, b) = split(&model, &started, &warnings, vetoes)?;
                 plan.path = path;
                 (plan, b)
             }
@@ -384,17 +410,20 @@ fn check_known_sizes(model: &Model, session_limit: Option<usize>) -> Result<()> 
 
 type Started = [Arc<dyn vinort_ir::ExecutionProvider>];
 type Built = (PartitionPlan, PlanBuilder<ValueId, PartitionStep>);
+/// Why the model is split, and the nodes the first provider must not get in any piece.
+type SplitBecause = (String, Vec<(vinort_ir::NodeIndex, String)>);
 
 /// Whole model first: the first provider compiles every node as one partition unless it names
-/// a node it must refuse in any context. `Ok(Err(path))` says why the model is split instead.
+/// a node it must refuse in any context. `Ok(Err((path, refused)))` says why the model is split
+/// instead, and which nodes the first provider must not get in any piece.
 fn whole_model_first(
     model: &Model,
     started: &Started,
     warnings: &[String],
-) -> Result<std::result::Result<Built, String>> {
+) -> Result<std::result::Result<Built, SplitBecause>> {
     let first = &started[0];
     let Some(def) = crate::partition::whole(model) else {
-        return Ok(Err("split: the graph has no nodes".into()));
+        return Ok(Err(("split: the graph has no nodes".into(), vec![])));
     };
     let whole = match first.compile_whole(model, &def) {
         // A provider's own failure (not the model's, not a limit) costs the whole-model path,
@@ -424,18 +453,26 @@ fn whole_model_first(
             };
             Ok(Ok((plan, b)))
         }
-        WholeModel::Split(why) => Ok(Err(format!("split: {} {why}", first.name()))),
-        WholeModel::NotTried => Ok(Err(format!("split: node by node ({} has no whole-model path)", first.name()))),
+        WholeModel::Split(why) => Ok(Err((format!("split: {} {why}", first.name()), vec![]))),
+        WholeModel::SplitRefusing(why, refused) => Ok(Err((format!("split: {} {why}", first.name()), refused))),
+        WholeModel::NotTried => {
+            Ok(Err((format!("split: node by node ({} has no whole-model path)", first.name()), vec![])))
+        }
     }
 }
 
 /// Partitions node by node and compiles every partition.
-fn split(model: &Model, started: &Started, warnings: &[String]) -> Result<Built> {
+fn split(
+    model: &Model,
+    started: &Started,
+    warnings: &[String],
+    mut vetoes: HashMap<(usize, vinort_ir::NodeIndex), String>,
+) -> Result<Built> {
     let g = &model.graph;
     // A provider may find at compile time that it cannot run some nodes it claimed (its
     // capability answer was wrong): those nodes are vetoed for it and the graph is
-    // partitioned again, so a wrong answer costs time, never the session.
-    let mut vetoes: HashMap<(usize, vinort_ir::NodeIndex), String> = HashMap::new();
+    // partitioned again, so a wrong answer costs time, never the session. `vetoes` starts
+    // with what the whole-model compile showed.
     loop {
         let (defs, mut plan) = partition(model, started, &vetoes)?;
         plan.warnings = warnings.to_vec();

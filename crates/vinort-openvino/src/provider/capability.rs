@@ -15,11 +15,11 @@
 //! 5. **probe** ([`crate::probe`]): compiles the node alone and remembers the verdict.
 //!
 //! Static inference types every value of a model built from the ops vinort knows, so an input
-//! of unknown type can only come from an op no rule covers (a custom domain). Such a node is
-//! not refused piecemeal: a single-node probe cannot even be written without the type, so it
-//! is claimed and goes to OpenVINO only as part of a partition compiled as a whole (the model
-//! file itself when it is one partition); if that compile fails, the verification step blames
-//! and vetoes it like any other node.
+//! of unknown type can only come from an op no rule covers (a custom domain). Such a node's
+//! probe declares that input a float tensor of unknown rank (`export::stand_in_model`): it asks
+//! only whether OpenVINO converts the op at all. "No conversion rule" refuses the node, named
+//! like any other; any other answer claims it, and a partition compiled as a whole (the model
+//! file itself when it is one partition) decides, its failure blamed and vetoed as usual.
 //!
 //! A new refusal rule is one entry in `semantics.rs` or `slow.rs`; this list changes only for
 //! a new *kind* of check.
@@ -204,9 +204,9 @@ fn fake_quantize(q: &Query) -> Answer {
 }
 
 /// An input of the node whose type no rule knows (it comes from an op vinort has no rule for).
-fn untyped_input(q: &Query) -> Option<String> {
-    let g = &q.model.graph;
-    let n = g.node(q.ix);
+pub(super) fn untyped_input(model: &Model, ix: NodeIndex) -> Option<String> {
+    let g = &model.graph;
+    let n = g.node(ix);
     n.inputs
         .iter()
         .flatten()
@@ -216,15 +216,6 @@ fn untyped_input(q: &Query) -> Option<String> {
 }
 
 fn probed(q: &Query) -> Answer {
-    if let Some(input) = untyped_input(q) {
-        // A probe needs the input's type; the whole-partition compile does not.
-        tracing::debug!(
-            node = %q.model.graph.node(q.ix).name,
-            input = %input,
-            "input type unknown to vinort: claimed for a whole-partition compile instead of a probe"
-        );
-        return Answer::Claim;
-    }
     match (q.probe)(q.ix) {
         probe::Verdict::Ok => Answer::Claim,
         probe::Verdict::Refused(r) => Answer::Refuse(r),

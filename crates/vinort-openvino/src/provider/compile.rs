@@ -25,6 +25,7 @@ use vinort_ir::{CompiledPartition, Error, Model, NodeIndex, PartitionDef, Result
 
 use super::partition::{Compiled, OvPartition};
 use super::shape_cache::{PerShape, SHAPE_CACHE, SingleFlight};
+use super::timed::{self, Failed};
 use super::{OpenVinoProvider, Started, first_line};
 use crate::error::to_ir_error;
 use crate::export::{Weights, partition_model_with};
@@ -154,7 +155,7 @@ struct Job<'a> {
 impl Job<'_> {
     /// Runs one compile; with a cache folder (and a model file to key on), OpenVINO's cache
     /// blobs are checked before it and recorded after it ([`crate::partition_cache::Blobs`]).
-    fn cached(&self, compile: impl FnOnce() -> ffi::OvResult<CompiledModel>) -> ffi::OvResult<CompiledModel> {
+    fn cached<T, E>(&self, compile: impl FnOnce() -> std::result::Result<T, E>) -> std::result::Result<T, E> {
         let s = self.started;
         let Some(entry) = self.props.iter().find(|(k, _)| k == "CACHE_DIR").and_then(|(_, dir)| {
             crate::partition_cache::entry(
@@ -213,28 +214,34 @@ impl OpenVinoProvider {
             input_names,
             edits_inputs,
             fold_int8_weights: started.resolved.device.contains("CPU")
-                && !crate::export::cpu_has_exact_int8()
+                && !crate::cpu_kind::current().exact_int8()
                 && crate::export::dequantizes_int8_weights(model, &part.nodes),
             notes: Default::default(),
         };
         let file_tried = match whole_file(&job) {
             Some(Ok(compiled)) => return self.finish(&job, None, compiled, FROM_FILE, vec![]),
+            // No other strategy is tried on what OpenVINO could not finish in time.
+            Some(Err(Failed::Deadline(e))) => return Err(self.failed(&job, &Failed::Deadline(e), on_failure)),
             // The file did not compile: the model vinort serializes may (OpenVINO's reader
             // lacks what vinort's loader does, such as inlining model-local functions), but
             // reading the file again would fail the same way.
             Some(Err(e)) => {
-                tracing::debug!(error = %first_line(&e), "the model file did not compile; serializing it");
+                tracing::debug!(error = %first_line(&e.to_string()), "the model file did not compile; serializing it");
                 true
             }
             None => false,
         };
         // The plan says when int8 weights were dequantized, and why.
         let folded = |how: &str| match job.fold_int8_weights {
-            true => format!("{how}; int8 weights dequantized to f32 (no VNNI: OpenVINO's int8 products saturate)"),
+            true => format!(
+                "{how}; int8 weights dequantized to f32 (no VNNI in reach of OpenVINO here: its int8 products saturate)"
+            ),
             false => how.to_owned(),
         };
-        if let Some(compiled) = partition_file(&job) {
-            return self.finish(&job, None, compiled, &folded(FROM_PARTITION_FILE), vec![]);
+        match partition_file(&job) {
+            Some(Ok(compiled)) => return self.finish(&job, None, compiled, &folded(FROM_PARTITION_FILE), vec![]),
+            Some(Err(e)) => return Err(self.failed(&job, &Failed::Deadline(e), on_failure)),
+            None => {}
         }
         let done = self.in_memory(&job, on_failure, !file_tried)?;
         let how = match (done.from_file, part.whole_graph) {
@@ -297,9 +304,19 @@ impl OpenVinoProvider {
                 started.resolved.device
             )));
         }
-        let compiled = ffi::import_with(&c.blob, &device, &props).map_err(|e| {
-            n.error(format!("OpenVINO could not import its blob ({}): {}", c.origin, super::first_line(&e.to_string())))
-        })?;
+        let compiled = match timed::import(c.blob.clone(), device.clone(), props.clone()) {
+            Ok(compiled) => compiled,
+            Err(Failed::Deadline(d)) => {
+                return Err(Error::RefusedAtCompile(refuse_all(part, &format!("compile deadline: {d}"))));
+            }
+            Err(e) => {
+                return Err(n.error(format!(
+                    "OpenVINO could not import its blob ({}): {}",
+                    c.origin,
+                    super::first_line(&e.to_string())
+                )));
+            }
+        };
         // The blob's own boundary: the node's order.
         let ported = PartitionDef { inputs: node_inputs, outputs: node_outputs, ..part.clone() };
         let job = Job {
@@ -339,10 +356,24 @@ impl OpenVinoProvider {
     /// and compiles; a whole model that fails so is tried from its file (when `file_fallback`);
     /// on failure blames the nodes that fail alone.
     fn in_memory(&self, job: &Job, on_failure: OnFailure, file_fallback: bool) -> Result<InMemory> {
-        let (core, model, part) = (job.core, job.model, job.part);
+        let (model, part) = (job.model, job.part);
+        // reshape_input and layout name model inputs; they apply to the partitions those
+        // inputs enter.
+        let mut edits = timed::Edits::default();
+        if let Some(r) = &self.options.reshape_input {
+            for shape in r.inputs.iter().filter(|i| job.input_names.contains(&i.name.as_str())) {
+                edits.reshape.push((shape.name.clone(), ov_dims(&shape.dims), shape.partial_shape().to_string()));
+            }
+        }
+        if let Some(l) = &self.options.layout {
+            for (name, layout) in l.entries.iter().filter(|(n, _)| job.input_names.contains(&n.as_str())) {
+                edits.layout.push((name.clone(), layout.as_str().to_owned()));
+            }
+        }
+        let target = || (job.started.resolved.device.clone(), job.props.clone());
         let attempt = |file: Option<&Path>| -> std::result::Result<InMemory, Failed> {
-            let (mut m, weights) = match file {
-                Some(path) => (core.read_model_from_file(path).map_err(Failed::ov)?, vec![]),
+            let (source, weights) = match file {
+                Some(path) => (timed::Source::File(path.to_owned()), vec![]),
                 None => {
                     let s = partition_model_with(
                         model,
@@ -353,32 +384,18 @@ impl OpenVinoProvider {
                         job.fold_int8_weights,
                     )
                     .map_err(|e| Failed::Nodes(e.to_string()))?;
-                    (core.read_model_from_memory(&s.bytes).map_err(Failed::ov)?, s.by_address)
+                    (timed::Source::Bytes(s.bytes), s.by_address)
                 }
             };
-            // reshape_input and layout name model inputs; they apply to the partitions those
-            // inputs enter.
-            if let Some(r) = &self.options.reshape_input {
-                for shape in r.inputs.iter().filter(|i| job.input_names.contains(&i.name.as_str())) {
-                    m.reshape_input(&shape.name, &ov_dims(&shape.dims)).map_err(|e| {
-                        Failed::Edit(Error::invalid(format!(
-                            "reshape_input {}{}: {e}",
-                            shape.name,
-                            shape.partial_shape()
-                        )))
-                    })?;
-                }
-            }
-            if let Some(l) = &self.options.layout {
-                for (name, layout) in l.entries.iter().filter(|(n, _)| job.input_names.contains(&n.as_str())) {
-                    m = m
-                        .with_input_layout(name, layout.as_str())
-                        .map_err(|e| Failed::Edit(Error::invalid(format!("layout {name}[{layout}]: {e}"))))?;
-                }
-            }
-            let compiled =
-                job.cached(|| core.compile(&m, &job.started.resolved.device, &job.props)).map_err(Failed::ov)?;
-            Ok(InMemory { template: m, compiled, from_file: file.is_some(), weights })
+            let (device, props) = target();
+            let done =
+                job.cached(|| timed::read_and_compile(job.core, source, edits.clone(), device, props, weights))?;
+            Ok(InMemory {
+                template: done.model,
+                compiled: done.compiled,
+                from_file: file.is_some(),
+                weights: done.weights,
+            })
         };
         let file = match (&model.path, part.whole_graph && file_fallback && !job.fold_int8_weights) {
             (Some(path), true) => Some(path.as_path()),
@@ -395,17 +412,29 @@ impl OpenVinoProvider {
             Ok(done) => Ok(done),
             // A bad reshape_input/layout is the user's error, not the nodes' fault.
             Err(Failed::Edit(e)) => Err(e),
-            Err(Failed::Nodes(e)) => Err(self.failed(job, &e, on_failure)),
+            Err(failed) => Err(self.failed(job, &failed, on_failure)),
         }
     }
 
     /// The nodes a failed compile refuses: those that fail alone when blaming (if none does,
     /// the partition fails only as a whole and all of it goes back), else all of them.
-    fn failed(&self, job: &Job, e: &str, on_failure: OnFailure) -> Error {
+    fn failed(&self, job: &Job, failed: &Failed, on_failure: OnFailure) -> Error {
         let (model, part) = (job.model, job.part);
+        let e = match failed {
+            // Nothing is probed after a deadline: a probe could spin the same way, and the
+            // partition is refused whole (its nodes go to the next provider).
+            Failed::Deadline(d) => return Error::RefusedAtCompile(refuse_all(part, &format!("compile deadline: {d}"))),
+            Failed::Nodes(e) => e.as_str(),
+            Failed::Edit(e) => return Error::invalid(e.to_string()),
+        };
         let why = format!("partition failed to compile as a whole: {}", first_line(e));
         if on_failure == OnFailure::RefuseAll {
-            return Error::RefusedAtCompile(refuse_all(part, &why));
+            // The nodes OpenVINO's conversion report names, when it names some of them.
+            let named: Vec<_> = super::evidence::conversion_failures(model, e)
+                .into_iter()
+                .filter(|(ix, _)| part.nodes.contains(ix))
+                .collect();
+            return Error::RefusedAtCompile(if named.is_empty() { refuse_all(part, &why) } else { named });
         }
         let mut blamed: Vec<(NodeIndex, String)> = part
             .nodes
@@ -482,7 +511,8 @@ impl OpenVinoProvider {
         // used then).
         let per_shape = match (self.options.disable_dynamic_shapes && dynamic, template) {
             (true, Some(template)) => Some(PerShape {
-                template: Mutex::new(template),
+                template: Arc::new(Mutex::new(template)),
+                weights: weights.clone(),
                 names: job.input_names.iter().map(|n| n.to_string()).collect(),
                 device: s.resolved.device.clone(),
                 props: job.props.clone(),
@@ -511,21 +541,20 @@ impl OpenVinoProvider {
 
 /// Strategy 1: the whole model file in one call, with `cache_dir` and nothing edited before
 /// compiling. `None` when the strategy does not apply; else the compile's outcome.
-fn whole_file(job: &Job) -> Option<std::result::Result<CompiledModel, String>> {
+fn whole_file(job: &Job) -> Option<std::result::Result<CompiledModel, Failed>> {
     let cache = job.props.iter().any(|(k, _)| k == "CACHE_DIR");
     let (Some(path), true, false, true, false) =
         (&job.model.path, job.part.whole_graph, job.edits_inputs, cache, job.fold_int8_weights)
     else {
         return None;
     };
-    Some(job.cached(|| job.core.compile_from_file(path, &job.started.resolved.device, &job.props)).map_err(|e| {
-        tracing::debug!(error = %e, "compiling the model file failed");
-        e.to_string()
-    }))
+    let (device, props) = (job.started.resolved.device.clone(), job.props.clone());
+    Some(job.cached(|| timed::compile_file(job.core, path.clone(), device, props)))
 }
 
 /// Strategy 2: a partition of a model file with `cache_dir`, through its partition file.
-fn partition_file(job: &Job) -> Option<CompiledModel> {
+/// `Some(Err)` when OpenVINO did not finish in time (no other strategy is tried then).
+fn partition_file(job: &Job) -> Option<std::result::Result<CompiledModel, vinort_ir::deadline::Expired>> {
     let s = job.started;
     let dir = match (job.props.iter().find(|(k, _)| k == "CACHE_DIR"), job.part.whole_graph, job.edits_inputs) {
         (Some((_, dir)), false, false) => dir,
@@ -558,8 +587,10 @@ fn partition_file(job: &Job) -> Option<CompiledModel> {
     if !written {
         return None;
     }
-    match job.cached(|| job.core.compile_from_file(&entry, &s.resolved.device, &job.props)) {
-        Ok(compiled) => Some(compiled),
+    let (device, props) = (s.resolved.device.clone(), job.props.clone());
+    match job.cached(|| timed::compile_file(job.core, entry.clone(), device, props)) {
+        Ok(compiled) => Some(Ok(compiled)),
+        Err(Failed::Deadline(e)) => Some(Err(e)),
         Err(e) => {
             // Not trusted again: the next session writes it anew.
             tracing::warn!(entry = %entry.display(), error = %e, "partition file did not compile; compiling from memory");
@@ -578,20 +609,6 @@ struct InMemory {
     from_file: bool,
     /// Weights the serialized partition referenced by address.
     weights: Vec<vinort_ir::Tensor>,
-}
-
-/// Why the in-memory strategy failed.
-enum Failed {
-    /// `reshape_input` or `layout` did not apply: the user's error, not the nodes' fault.
-    Edit(Error),
-    /// Serializing, reading or compiling failed: some node is to blame.
-    Nodes(String),
-}
-
-impl Failed {
-    fn ov(e: ffi::OvError) -> Failed {
-        Failed::Nodes(e.to_string())
-    }
 }
 
 /// Every node of the partition refused for one reason.

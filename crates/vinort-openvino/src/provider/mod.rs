@@ -11,16 +11,20 @@
 //! | `partition` | [`OvPartition`]: compiled model(s), ports, running on a pooled request |
 //! | `pool` | the bounded infer-request pool |
 //! | `shape_cache` | `disable_dynamic_shapes`: per-shape compilations in an LRU |
+//! | `evidence` | the nodes a failed whole-model conversion names, refused before the model is split |
 //! | `handover` | binding inputs as host pointers, handing outputs over without copies |
+//! | `timed` | OpenVINO's reads, compiles and imports under the compile deadline |
 //! | `watch` | the thread that cancels requests of runs that must stop |
 
 mod capability;
 mod compile;
 mod device;
+mod evidence;
 mod handover;
 mod partition;
 mod pool;
 mod shape_cache;
+mod timed;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -78,6 +82,17 @@ impl OpenVinoProvider {
         check_version(&version)?;
         device::check_available(core, &self.options, &version)?;
         let mut resolved = self.options.compile_properties(&device::CoreProps::default())?;
+        let kind = crate::cpu_kind::current();
+        if resolved.device == "CPU" && kind.cap_hides_bf16() && resolved.property("INFERENCE_PRECISION_HINT").is_none()
+        {
+            // OpenVINO 2026.4.1 picks bf16 from the CPU alone, and its bf16 kernels are above
+            // the cap: every default-precision compile would fail (crate::cpu_kind).
+            let (k, v) = kind.cap.clone().unwrap_or_default();
+            resolved.properties.push(("INFERENCE_PRECISION_HINT".into(), "f32".into()));
+            resolved.warnings.push(format!(
+                "{k}={v} keeps OpenVINO's kernels below bf16: precision f32, the default of a CPU without bf16"
+            ));
+        }
         if self.options.enable_qdq_optimizer {
             // Said, not silently dropped: ORT rewrites QDQ graphs for NPU here; vinort hands
             // QDQ nodes to OpenVINO unchanged and OpenVINO's low-precision passes fuse them.
@@ -132,16 +147,38 @@ impl OpenVinoProvider {
         let mut dedup = inputs.clone();
         dedup.dedup();
         let outputs: Vec<_> = n.outputs.iter().flatten().copied().collect();
-        let verdict = match partition_model(model, &[ix], &dedup, &outputs, Weights::ByAddress) {
-            Err(e) => probe::Verdict::Refused(e.to_string()),
-            // The weights `ser` references by address outlive the compile (dropped at the end).
-            Ok(ser) => match ffi::core().and_then(|c| {
-                let m = c.read_model_from_memory(&ser.bytes)?;
-                c.compile(&m, &s.resolved.device, &self.compile_props(s))
-            }) {
-                Ok(_) => probe::Verdict::Ok,
-                Err(e) => probe::Verdict::Refused(first_line(&e.to_string())),
-            },
+        // An input no type rule covers: the probe asks only whether OpenVINO converts the op.
+        let untyped = capability::untyped_input(model, ix);
+        let serialized = match &untyped {
+            Some(_) => crate::export::stand_in_model(model, ix, &dedup, &outputs),
+            None => partition_model(model, &[ix], &dedup, &outputs, Weights::ByAddress),
+        };
+        let verdict = match (serialized, ffi::core()) {
+            (Err(e), _) => probe::Verdict::Refused(e.to_string()),
+            (_, Err(e)) => probe::Verdict::Refused(first_line(&e.to_string())),
+            // The weights `ser` references by address go with the compile.
+            (Ok(ser), Ok(core)) => {
+                let source = timed::Source::Bytes(ser.bytes);
+                let (device, props) = (s.resolved.device.clone(), self.compile_props(s));
+                match timed::read_and_compile(core, source, Default::default(), device, props, ser.by_address) {
+                    Ok(_) => probe::Verdict::Ok,
+                    Err(timed::Failed::Deadline(d)) => {
+                        // OpenVINO's answer is unknown, so nothing goes to the file; this
+                        // process does not ask again (a re-partition would wait as long).
+                        let verdict = probe::Verdict::Refused(format!("compile deadline: {d}"));
+                        probe::remember_in_process(&key, verdict.clone());
+                        return verdict;
+                    }
+                    Err(e) => match &untyped {
+                        Some(input) if !e.to_string().contains("No conversion rule found") => {
+                            tracing::debug!(node = %n.name, input = %input, error = %first_line(&e.to_string()),
+                                "stand-in probe failed on types only: left to a whole-partition compile");
+                            probe::Verdict::Ok
+                        }
+                        _ => probe::Verdict::Refused(first_line(&e.to_string())),
+                    },
+                }
+            }
         };
         tracing::debug!(node = %n.name, op = %n.op_type, verdict = ?verdict, "probe");
         probe::remember(&key, verdict.clone());
@@ -322,6 +359,16 @@ impl ExecutionProvider for OpenVinoProvider {
                 "compiled the model as a whole: no semantic, slow-path, wrong-answer or type rule refuses a node"
                     .into(),
             )),
+            // Some nodes named by OpenVINO's conversion report: refused in every piece too.
+            Err(vinort_ir::Error::RefusedAtCompile(nodes)) if !nodes.is_empty() && nodes.len() < part.nodes.len() => {
+                let (ix, why) = &nodes[0];
+                let n = model.graph.node(*ix);
+                let first = format!("first {} ({})", n.name, n.qualified_op());
+                Ok(WholeModel::SplitRefusing(
+                    format!("failed to convert {} node(s) of the whole model, {first}: {why}", nodes.len()),
+                    nodes,
+                ))
+            }
             Err(vinort_ir::Error::RefusedAtCompile(nodes)) => Ok(WholeModel::Split(
                 nodes.first().map_or_else(|| "did not compile the model as a whole".into(), |(_, why)| why.clone()),
             )),
@@ -378,6 +425,12 @@ fn check_version(loaded: &str) -> OvResult<()> {
 /// Library search and version information, for `vinort devices` and error messages.
 pub fn is_available() -> bool {
     ffi::load_library(None).is_ok()
+}
+
+/// One property of a device, as OpenVINO prints it (e.g. the CPU's
+/// `OPTIMIZATION_CAPABILITIES`: `FP32 INT8 BF16 ...`).
+pub fn device_property(device: &str, key: &str) -> OvResult<String> {
+    ffi::core()?.property(device, key)
 }
 
 /// The OpenVINO version and devices, or why OpenVINO cannot be used.

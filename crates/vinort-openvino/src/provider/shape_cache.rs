@@ -104,7 +104,9 @@ impl<K: PartialEq + Clone, V: Clone> SingleFlight<K, V> {
 /// The read model, re-shaped to each run's concrete input shapes and compiled once per shape
 /// signature.
 pub(super) struct PerShape {
-    pub(super) template: Mutex<OvModel>,
+    pub(super) template: Arc<Mutex<OvModel>>,
+    /// What the template references by address (held by each compile).
+    pub(super) weights: Vec<vinort_ir::Tensor>,
     pub(super) names: Vec<String>,
     pub(super) device: String,
     pub(super) props: Vec<(String, String)>,
@@ -121,15 +123,16 @@ impl PerShape {
     }
 
     fn compile(&self, shapes: &ShapeKey, pool_size: usize) -> Result<Arc<Compiled>> {
-        let compiled = {
-            let model = lock(&self.template);
-            for (name, shape) in self.names.iter().zip(shapes) {
-                let dims: Vec<(i64, i64)> = shape.iter().map(|d| (*d as i64, *d as i64)).collect();
-                model.reshape_input(name, &dims).map_err(to_ir_error)?;
-            }
-            let core = ffi::core().map_err(to_ir_error)?;
-            core.compile(&model, &self.device, &self.props).map_err(to_ir_error)?
-        };
+        let reshape = self
+            .names
+            .iter()
+            .zip(shapes)
+            .map(|(name, shape)| (name.clone(), shape.iter().map(|d| (*d as i64, *d as i64)).collect()))
+            .collect();
+        let core = ffi::core().map_err(to_ir_error)?;
+        let target = (self.device.clone(), self.props.clone());
+        let compiled =
+            super::timed::compile_shared(core, Arc::clone(&self.template), reshape, target, self.weights.clone())?;
         let inputs = compiled.inputs().map_err(to_ir_error)?;
         let outputs = compiled.outputs().map_err(to_ir_error)?;
         // Per-shape partitions hand outputs over as usual (`OvPartition::run_into`).
