@@ -143,9 +143,10 @@ fn update() {
             let (word, msg) = status_word(&o.status);
             if word != "pass" {
                 let mut reason = first_line(&msg).replace('\t', " ");
+                // Also a failure measured larger before (on another CPU kind): the bound stays.
                 if let Some((w, old)) = before.get(&(o.name.clone(), (*list).to_owned()))
                     && w == word
-                    && old.starts_with(&reason)
+                    && (old.starts_with(&reason) || common::larger_failure(old, &reason))
                 {
                     reason = old.clone();
                 }

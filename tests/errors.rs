@@ -161,25 +161,37 @@ fn external_data_escapes_and_bad_ranges_are_refused_naming_the_tensor() {
     assert!(load_err(bytes).contains("without a folder"));
 }
 
+/// unknown_op: com.example::FancyOp, then NotARealOp reading its output (so of a type no rule
+/// knows). Both lists refuse both nodes in one error: OpenVINO's probe of NotARealOp declares
+/// the unknown input a float tensor and finds no conversion for the op.
 #[test]
-fn unknown_ops_load_but_cpu_refuses_every_one_of_them_in_one_error() {
+fn unknown_ops_load_but_every_provider_list_refuses_every_one_of_them_in_one_error() {
     let path = model_dir("unknown_op").join("model.onnx");
-    let builder = Runtime::load(&path).expect("unknown ops must load");
-    let nodes: Vec<String> =
-        builder.model().graph.node_indices().map(|n| builder.model().graph.node(n).op_type.clone()).collect();
-    assert!(nodes.contains(&"FancyOp".to_string()));
-    match builder.providers([Cpu::default().into()]).build() {
-        Err(Error::UnsupportedNodes(v)) => {
-            let names: Vec<&str> = v.iter().map(|n| n.node.as_str()).collect();
-            assert_eq!(names.len(), 2, "{names:?}");
-            assert!(names.contains(&"fancy_0") && names.contains(&"not_a_real_op_0"), "{names:?}");
-            let fancy = v.iter().find(|n| n.node == "fancy_0").unwrap();
-            assert_eq!(fancy.domain, "com.example");
-            assert_eq!(fancy.opset, 1);
-            assert!(fancy.reasons[0].0 == "Cpu" && fancy.reasons[0].1.contains("FancyOp"));
+    let lists: [(&str, Vec<vinort::Provider>); 2] = [
+        ("cpu", vec![Cpu::default().into()]),
+        ("openvino,cpu", vec![vinort::OpenVino::cpu().error_on_failure(), Cpu::default().into()]),
+    ];
+    for (list, providers) in lists {
+        let builder = Runtime::load(&path).expect("unknown ops must load");
+        let nodes: Vec<String> =
+            builder.model().graph.node_indices().map(|n| builder.model().graph.node(n).op_type.clone()).collect();
+        assert!(nodes.contains(&"FancyOp".to_string()));
+        match builder.providers(providers).build() {
+            Err(Error::UnsupportedNodes(v)) => {
+                let names: Vec<&str> = v.iter().map(|n| n.node.as_str()).collect();
+                assert_eq!(names.len(), 2, "[{list}] {names:?}");
+                assert!(names.contains(&"fancy_0") && names.contains(&"not_a_real_op_0"), "[{list}] {names:?}");
+                let fancy = v.iter().find(|n| n.node == "fancy_0").unwrap();
+                assert_eq!(fancy.domain, "com.example");
+                assert_eq!(fancy.opset, 1);
+                let cpu = fancy.reasons.iter().find(|(p, _)| p == "Cpu").expect("Cpu's reason");
+                assert!(cpu.1.contains("FancyOp"), "[{list}] {cpu:?}");
+                let real = v.iter().find(|n| n.node == "not_a_real_op_0").unwrap();
+                assert_eq!(real.reasons.len(), if list == "cpu" { 1 } else { 2 }, "[{list}] {:?}", real.reasons);
+            }
+            Err(e) => panic!("[{list}] wrong error: {e}"),
+            Ok(_) => panic!("[{list}] the session must not build"),
         }
-        Err(e) => panic!("wrong error: {e}"),
-        Ok(_) => panic!("the session must not build"),
     }
 }
 

@@ -51,6 +51,11 @@ fn cpu_loop() -> Session {
 
 /// Starts `run` on another thread, terminates it after `after`, and returns its result and how
 /// long it took to return after the terminate call.
+/// When the OpenVINO chain's run is stopped, well before it could end.
+const STOP_AFTER: Duration = Duration::from_millis(100);
+/// How soon a stopped run must return: far above the milliseconds measured, far below a run.
+const STOP_WITHIN: Duration = Duration::from_secs(1);
+
 fn terminate_after<T: Send + 'static>(
     options: &RunOptions,
     after: Duration,
@@ -139,19 +144,19 @@ fn terminate_cancels_an_openvino_request_and_the_session_runs_again() {
     );
     assert!(session.plan().to_string().contains("whole model"), "{}", session.plan());
     let x = Tensor::from_vec(&[512, 1024], (0..512 * 1024).map(|i| (i % 7) as f32).collect()).unwrap();
-    // How long an uninterrupted run takes, so the test knows a stop cut it short.
-    let started = Instant::now();
     let full = session.run([("x", &x)]).unwrap();
-    let whole_run = started.elapsed();
     let options = RunOptions::new();
     let (s, o, x2) = (session.clone(), options.clone(), x.clone());
+    // 240 products of 512 x 1024 x 1024: 257 GFLOP, seconds on two cores. The bounds are
+    // absolute and generous (other tests share the cores); the latency itself is measured by
+    // examples/cancel_latency.rs, not here.
     let (result, latency) =
-        terminate_after(&options, whole_run / 8, move || s.run_with_options([("x", x2)], &o).map(|o| o.len()));
+        terminate_after(&options, STOP_AFTER, move || s.run_with_options([("x", x2)], &o).map(|o| o.len()));
     assert!(
         matches!(result, Err(Error::Cancelled { reason: StopReason::Terminated, .. })),
         "expected a cancelled request, got {result:?}"
     );
-    assert!(latency < whole_run / 2, "stopped {latency:?} after the call; a whole run takes {whole_run:?}");
+    assert!(latency < STOP_WITHIN, "stopped {latency:?} after the call");
     // The cancelled request went back to the pool idle: the next runs are whole and right.
     options.unterminate();
     for _ in 0..2 {
@@ -163,9 +168,9 @@ fn terminate_cancels_an_openvino_request_and_the_session_runs_again() {
     }
     // A timeout on OpenVINO: the request is cancelled at the deadline.
     let started = Instant::now();
-    let timed = session.run_with_options([("x", &x)], &RunOptions::new().with_timeout(whole_run / 8));
+    let timed = session.run_with_options([("x", &x)], &RunOptions::new().with_timeout(STOP_AFTER));
     assert!(matches!(timed, Err(Error::Cancelled { reason: StopReason::DeadlineExceeded, .. })), "{timed:?}");
-    assert!(started.elapsed() < whole_run * 3 / 4, "took {:?} of a {whole_run:?} run", started.elapsed());
+    assert!(started.elapsed() < STOP_AFTER + STOP_WITHIN, "took {:?}", started.elapsed());
 }
 
 /// Polls a future on this thread, parking between wake-ups (a minimal executor).
@@ -200,7 +205,8 @@ fn run_async_does_not_block_the_poller_and_completes_or_stops() {
     let mut cx = std::task::Context::from_waker(waker);
     let started = Instant::now();
     assert!(std::pin::Pin::new(&mut pending).poll(&mut cx).is_pending());
-    assert!(started.elapsed() < Duration::from_millis(100), "a poll must not wait for the run");
+    // The run never ends: a poll that waited for it would not return at all.
+    assert!(started.elapsed() < STOP_WITHIN, "a poll must not wait for the run");
     std::thread::sleep(Duration::from_millis(100));
     assert!(!pending.is_finished());
     options.terminate();

@@ -194,27 +194,87 @@ pub fn read_expected(path: &Path) -> std::collections::BTreeMap<(String, String)
         .collect()
 }
 
+/// The size of an element mismatch as the comparison reports it (`… |diff| 0.0039 > 4.3e-4;
+/// 8 of 192 elements differ`): the largest difference and how many elements differ.
+pub fn mismatch_size(msg: &str) -> Option<(f64, usize)> {
+    let diff = msg.split_once("|diff| ")?.1.split_whitespace().next()?.trim_end_matches(';').parse().ok()?;
+    let count = match msg.split_once(" elements differ") {
+        Some((head, _)) => head.rsplit_once(" of ")?.0.rsplit(' ').next()?.parse().ok()?,
+        None => 1,
+    };
+    Some((diff, count))
+}
+
+/// True when a known failure measured as `now` is no larger than `recorded` (both sizes of
+/// [`mismatch_size`]; a float's last digit is allowed).
+pub fn within_recorded(now: (f64, usize), recorded: (f64, usize)) -> bool {
+    now.0 <= recorded.0 * (1.0 + 1e-6) && now.1 <= recorded.1
+}
+
+/// True when recorded reason `old` measures a failure at least as large as `new` does, in
+/// both its largest difference and its count, so an update keeps the largest bound seen.
+pub fn larger_failure(old: &str, new: &str) -> bool {
+    match (mismatch_size(old), mismatch_size(new)) {
+        (Some(o), Some(n)) => within_recorded(n, o),
+        _ => false,
+    }
+}
+
+/// The CPU kind a list's numerics depend on, as expected.tsv names it in a `fail@KIND` status:
+/// `avx512` when the list's first provider runs AVX-512 kernels (OpenVINO's under oneDNN's
+/// ISA cap, vinort's under `VINORT_CPU_ISA`), else `avx2`.
+pub fn kind_of(list: &str) -> &'static str {
+    let avx512 = if list.starts_with("openvino") {
+        vinort::openvino::cpu_kind().avx512()
+    } else {
+        vinort::isa::level() >= vinort::isa::Level::Avx512
+    };
+    if avx512 { "avx512" } else { "avx2" }
+}
+
 /// Differences between `outcomes` under `list` and the recorded expectations:
 /// `(regressions, unexpected passes)`. A row naming a case that is not in `outcomes` is a
 /// regression too (stale), so the file cannot collect dead rows.
+///
+/// A `fail` row whose reason records an element mismatch (`|diff| D …; K of N elements
+/// differ`) is a bound: the case fails as a regression once its largest difference or its
+/// count of differing elements grows past it. `fail@KIND` is a failure on that CPU kind
+/// ([`kind_of`]) and a pass on the others.
 pub fn check_expected(
     expected: &std::collections::BTreeMap<(String, String), (String, String)>,
     list: &str,
     outcomes: &[vinort_tools::testcase::CaseOutcome],
 ) -> (Vec<String>, Vec<String>) {
     let (mut regressions, mut unexpected_passes) = (vec![], vec![]);
+    let kind = kind_of(list);
     for o in outcomes {
         let (word, msg) = status_word(&o.status);
-        match (expected.get(&(o.name.clone(), list.to_owned())), word) {
+        let row = expected.get(&(o.name.clone(), list.to_owned()));
+        // A failure expected on another kind of CPU only: a pass is expected here.
+        let row = row.filter(|(want, _)| want.split_once('@').is_none_or(|(_, k)| k == kind));
+        match (row, word) {
             (None, "pass") => {}
-            // The outcome depends on the CPU (tests/suites.rs, UNSTABLE): either is expected.
-            (Some((want, _)), "pass" | "fail") if want == "unstable" => {}
             (None, _) => {
                 regressions.push(format!("{} [{list}]: expected pass, got {word}: {}", o.name, first_line(&msg)))
             }
-            (Some(_), "pass") => unexpected_passes.push(format!("{} [{list}]", o.name)),
-            (Some((want, _)), got) if want != got => {
+            (Some((want, _)), "pass") => unexpected_passes.push(format!("{} [{list}] ({want})", o.name)),
+            (Some((want, _)), got) if want.split('@').next() != Some(got) => {
                 regressions.push(format!("{} [{list}]: expected {want}, got {got}: {}", o.name, first_line(&msg)))
+            }
+            (Some((_, reason)), "fail") => {
+                if let Some(recorded) = mismatch_size(reason) {
+                    match mismatch_size(&msg) {
+                        Some(now) if within_recorded(now, recorded) => {}
+                        now => regressions.push(format!(
+                            "{} [{list}]: a known failure grew: recorded |diff| {} on {} element(s), now {}: {}",
+                            o.name,
+                            recorded.0,
+                            recorded.1,
+                            now.map_or("another kind of failure".into(), |(d, k)| format!("|diff| {d} on {k}")),
+                            first_line(&msg)
+                        )),
+                    }
+                }
             }
             _ => {}
         }

@@ -31,6 +31,22 @@ fn get_device() -> &'static str {
     "CPU"
 }
 
+/// What this machine's CPU kind makes vinort do (vinort's own, not onnxruntime's): the level of
+/// the Cpu provider's kernels (`VINORT_CPU_ISA` caps it) and what OpenVINO's CPU plugin does
+/// under oneDNN's ISA cap (`ONEDNN_MAX_CPU_ISA`): exact int8 products (VNNI; else vinort folds
+/// int8 weights to f32 for it), AVX-512 kernels, bf16 as its default precision.
+#[pyfunction]
+fn cpu_kind(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let d = pyo3::types::PyDict::new(py);
+    let ov = vinort::openvino::cpu_kind();
+    d.set_item("kernels", vinort::isa::level().name())?;
+    d.set_item("openvino_exact_int8", ov.exact_int8())?;
+    d.set_item("openvino_avx512", ov.avx512())?;
+    d.set_item("openvino_bf16_default", ov.bf16_default())?;
+    d.set_item("description", format!("Cpu kernels {}; OpenVINO CPU {}", vinort::isa::isa(), ov.describe()))?;
+    Ok(d)
+}
+
 /// The extension module: `import vinort`.
 #[pymodule]
 #[pyo3(name = "vinort")]
@@ -38,6 +54,7 @@ fn vinort_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(get_available_providers, m)?)?;
     m.add_function(wrap_pyfunction!(get_device, m)?)?;
+    m.add_function(wrap_pyfunction!(cpu_kind, m)?)?;
     m.add_class::<session::InferenceSession>()?;
     m.add_class::<session::NodeArg>()?;
     m.add_class::<session::ModelMetadata>()?;

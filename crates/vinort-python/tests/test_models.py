@@ -48,6 +48,9 @@ class Case:
     providers: str
     path: Path
     sess: object
+    # vinort.cpu_kind(): what this machine's CPU (under VINORT_CPU_ISA / ONEDNN_MAX_CPU_ISA
+    # caps) makes vinort and OpenVINO do.
+    kind: dict
 
 
 @pytest.fixture(scope="module", params=CASES, ids=[f"{m}-{p}" for m, p in CASES])
@@ -56,7 +59,7 @@ def case(request, vinort):
     path = require_model(name)
     providers, options = PROVIDER_LISTS[plist]
     sess = vinort.InferenceSession(str(path), providers=providers, provider_options=options)
-    yield Case(name, plist, path, sess)
+    yield Case(name, plist, path, sess, vinort.cpu_kind())
 
 
 @pytest.fixture(scope="module")
@@ -102,6 +105,14 @@ def test_providers_and_plan(case):
     else:
         # OpenVINO takes the model (all of it, or what it can, the rest going to Cpu).
         assert "OpenVino(CPU)" in plan, plan
+    if case.providers != "cpu" and case.name == "mobilenetv2_qdq":
+        # What OpenVINO gets depends on the CPU kind: its int8 products saturate without VNNI,
+        # so there vinort hands it the weights folded to f32.
+        folded = "int8 weights dequantized" in plan
+        assert folded != case.kind["openvino_exact_int8"], (
+            f"on this CPU kind ({case.kind['description']}) int8 weights should be "
+            f"{'kept' if case.kind['openvino_exact_int8'] else 'folded to f32'}:\n{plan}"
+        )
 
 
 # The int8 models, each held to what it can be held to (onnxruntime's references are computed on
@@ -113,7 +124,12 @@ def test_providers_and_plan(case):
 #   float Conv, QuantizeLinear, as ONNX defines QDQ). Float sums in another order put a value on
 #   the other side of a rounding boundary now and then (the first Conv already moves 2 of 401,408
 #   activations by one step) and such steps travel, so the logits may differ by QDQ_STEPS steps.
-#   onnxruntime's own fused int8 kernels differ from its unfused graph by up to 9 steps here.
+#   That holds where the float convolution runs: vinort's Cpu provider, and OpenVINO on a CPU
+#   kind without VNNI, where vinort folds the int8 weights. With VNNI, OpenVINO runs the model's
+#   own int8 pipeline, which requantizes every layer in its own order, as onnxruntime's fused
+#   int8 kernels do (on the exact uint8 x uint8 equivalent): held to twice onnxruntime's
+#   fused-vs-unfused spread on the same inputs, at least QDQ_STEPS (measured on an AVX-512 VNNI
+#   EPYC over 8 seeds: onnxruntime 2 steps, OpenVINO 2, and 3 on test_data_set_0).
 # - bert_mini_int8 (DynamicQuantizeLinear + MatMulInteger): every integer tensor of the first
 #   attention block equals onnxruntime's exactly (test_int8_integers_match_exactly); after the
 #   first one-step flip of a dynamically quantized activation the integers part ways, so the
@@ -134,7 +150,13 @@ def expected(case: Case, feeds: dict[str, np.ndarray]) -> tuple[list[np.ndarray]
     """The reference outputs for these inputs and the (rtol, atol) of each."""
     if case.name == "mobilenetv2_qdq":
         want = ort_reference(case.name, case.path, feeds, unfused=True)
-        return want, [(0.0, QDQ_STEPS * output_step(case.path, "logits") * (1 + 1e-6))]
+        step = output_step(case.path, "logits")
+        steps = QDQ_STEPS
+        if case.providers != "cpu" and case.kind["openvino_exact_int8"]:
+            fused = ort_reference(case.name, case.path, feeds)
+            spread = float(np.abs(fused[0] - want[0]).max()) / step
+            steps = max(QDQ_STEPS, 2 * round(spread))
+        return want, [(0.0, steps * step * (1 + 1e-6))]
     if case.name == "bert_mini_int8":
         unfused = ort_reference(case.name, case.path, feeds, unfused=True)
         fused = ort_reference(case.name, case.path, feeds)
@@ -199,12 +221,7 @@ def test_int8_integers_match_exactly(vinort, plist):
         np.testing.assert_array_equal(g, w, err_msg=n)
 
 
-@pytest.mark.parametrize("plist", [
-    pytest.param("openvino+cpu", marks=pytest.mark.xfail(strict=True, reason=(
-        "vinort names only fancy_0 under [OpenVino, Cpu]: not_a_real_op_0, behind the unknown "
-        "FancyOp, is not reported (alone it is refused by both); the Rust test covers [Cpu] only"))),
-    "cpu",
-])
+@pytest.mark.parametrize("plist", list(PROVIDER_LISTS))
 def test_unsupported_ops_fail_naming_every_node(vinort, plist):
     """unknown_op has two nodes no runtime has (com.example::FancyOp and NotARealOp): neither
     vinort nor onnxruntime can build a session, and vinort's error names both."""

@@ -340,6 +340,49 @@ fn corrupted_reference_fails_naming_the_output() {
     assert!(line.starts_with("FAIL mobilenet_corrupted: output 0 element"), "{line}");
 }
 
+/// A case with RandomUniformLike(x) and Relu(x) as outputs: references `u` and `r`.
+fn random_case(dir: &Path, u: &[f32], r: &[f32]) {
+    use vinort_ir::proto::onnx;
+    let node = |op: &str, out: &str| onnx::NodeProto {
+        op_type: Some(op.into()),
+        name: Some(out.into()),
+        input: vec!["x".into()],
+        output: vec![out.into()],
+        ..Default::default()
+    };
+    let vi = vinort_ir::proto::build::fixed_tensor_info;
+    let graph = onnx::GraphProto {
+        name: Some("g".into()),
+        node: vec![node("RandomUniformLike", "u"), node("Relu", "r")],
+        input: vec![vi("x", 1, &[3])],
+        output: vec![vi("u", 1, &[3]), vi("r", 1, &[3])],
+        ..Default::default()
+    };
+    std::fs::create_dir_all(dir.join("test_data_set_0")).unwrap();
+    let model = vinort_ir::proto::build::model(8, &[("", 17)], graph);
+    std::fs::write(dir.join("model.onnx"), model.encode_to_vec()).unwrap();
+    let x = Tensor::from_slice(&[3], &[-1.0f32, 0.5, 2.0]).unwrap();
+    let data = dir.join("test_data_set_0");
+    write(&data, "input_0.pb", &tensor_to_proto("x", &x));
+    write(&data, "output_0.pb", &tensor_to_proto("u", &Tensor::from_slice(&[3], u).unwrap()));
+    write(&data, "output_1.pb", &tensor_to_proto("r", &Tensor::from_slice(&[3], r).unwrap()));
+}
+
+#[test]
+fn outputs_a_random_op_does_not_reach_are_compared_by_value() {
+    let root = tempfile::tempdir().unwrap();
+    // The random output's reference is any draw in [0, 1]: only its range is checked.
+    random_case(&root.path().join("ok"), &[0.9, 0.1, 0.5], &[0.0, 0.5, 2.0]);
+    let o = run_case(&TestCase::from_dir(&root.path().join("ok")).unwrap(), cpu, Tolerance::default());
+    assert_eq!(o.status, Status::Pass, "{}", format_line(&o));
+    assert_eq!(o.note.as_deref(), Some(RANDOM_NOTE));
+    // A wrong Relu reference fails, although the model holds a random op.
+    random_case(&root.path().join("wrong"), &[0.9, 0.1, 0.5], &[0.0, 0.5, 2.5]);
+    let o = run_case(&TestCase::from_dir(&root.path().join("wrong")).unwrap(), cpu, Tolerance::default());
+    let Status::Fail(d) = &o.status else { panic!("expected a failure, got {o:?}") };
+    assert!(d.starts_with("output 1 element [2]"), "{d}");
+}
+
 #[test]
 fn missing_reference_file_is_an_error_naming_it() {
     let root = tempfile::tempdir().unwrap();
@@ -425,6 +468,10 @@ fn random_ops_are_found_with_their_ranges() {
     let model = vinort_ir::Model::from_bytes(model.encode_to_vec()).unwrap();
     let g = &model.graph;
     assert!(g.topo_order().iter().any(|n| is_random(g.node(*n))));
+    // Only the outputs a random op reaches escape a value check: Relu's does not.
+    let random = random_values(g);
+    let reached: Vec<bool> = g.outputs().iter().map(|o| random.contains(o)).collect();
+    assert_eq!(reached, [true, true, false]);
     let fed = HashMap::new();
     let ranges: Vec<RandomRange> = g.outputs().iter().map(|o| output_range(g, *o, &fed).unwrap()).collect();
     assert_eq!(ranges, [RandomRange::Between(-2.0, 3.0), RandomRange::Index(Some(7)), RandomRange::Any]);
