@@ -255,10 +255,12 @@ fn a_compile_past_its_deadline_is_refused_naming_the_deadline_and_cpu_runs_the_m
         .unwrap();
     let plan = s.plan();
     assert!(plan.partitions.iter().all(|p| p.provider == "Cpu"), "{plan}");
-    assert!(plan.path.contains("compile deadline"), "{plan}");
-    assert!(!plan.refusals.is_empty(), "{plan}");
-    for r in &plan.refusals {
-        assert!(r.reason.contains("compile deadline") && r.reason.contains("did not finish within"), "{}", r.reason);
+    // Every node OpenVINO would have taken is refused for the deadline (the model's flattening
+    // Softmax is refused before any compile, for its semantics).
+    let by_deadline = plan.refusals.iter().filter(|r| r.reason.contains("compile deadline")).count();
+    assert_eq!(by_deadline, plan.refusals.len() - 1, "{plan}");
+    for r in plan.refusals.iter().filter(|r| r.reason.contains("compile deadline")) {
+        assert!(r.reason.contains("did not finish within"), "{}", r.reason);
     }
     assert!(vinort::ir::deadline::abandoned() > 0, "the compile was abandoned, not waited for");
     check_sample(&s, "partition_cnn");

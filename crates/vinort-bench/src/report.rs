@@ -153,14 +153,21 @@ fn machine() -> String {
         .and_then(|s| s.lines().next().map(|l| l.split_whitespace().nth(1).unwrap_or("0").parse::<u64>().unwrap_or(0)))
         .map(|kb| format!("{:.0} GiB", kb as f64 / 1024.0 / 1024.0))
         .unwrap_or_default();
+    // The flags that decide which kernels run and how int8 and bf16 behave (the CPU kind),
+    // then what the two providers made of them: a number is only comparable within a kind.
     let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let mut isa = vec![];
-    for f in ["avx2", "avx512f", "avx512_bf16", "amx_bf16"] {
-        if flags.split_whitespace().any(|w| w == f) {
-            isa.push(f);
-        }
-    }
-    format!("{cpu}, {cores} cores, {mem}, {}", isa.join(" "))
+    let first = flags.lines().find(|l| l.starts_with("flags")).unwrap_or("");
+    let isa: Vec<&str> =
+        ["avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16"]
+            .into_iter()
+            .filter(|f| first.split_whitespace().any(|w| w == *f))
+            .collect();
+    format!(
+        "{cpu}, {cores} cores, {mem}, flags {}; Cpu provider kernels {}; OpenVINO CPU: {}",
+        isa.join(" "),
+        vinort::isa::isa(),
+        vinort::openvino::cpu_kind().describe()
+    )
 }
 
 fn today() -> String {
