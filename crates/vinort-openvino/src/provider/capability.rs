@@ -331,11 +331,12 @@ mod tests {
         assert!(rules::measures("com.microsoft", "QuickGelu") && !rules::measures("com.microsoft", "Trilu"));
     }
 
-    /// A node reading a value no type rule covers (the output of an unknown custom op) is
-    /// claimed for a whole-partition compile: neither refused for the unknown type nor probed
-    /// (a single-node model cannot be written without the type).
+    /// A node reading a value no type rule covers (the output of an unknown custom op) is not
+    /// refused for the unknown type: it reaches the probe (which declares the input a float of
+    /// unknown rank), and the probe's verdict decides, so an op OpenVINO has no conversion for
+    /// is refused and named even behind an untyped value.
     #[test]
-    fn capability_claims_untyped_inputs_for_a_whole_compile() {
+    fn untyped_inputs_are_decided_by_the_probe() {
         use crate::semantics::tests::vi;
         use prost::Message;
         use vinort_ir::proto::onnx;
@@ -362,11 +363,16 @@ mod tests {
         let model = vinort_ir::proto::build::model(9, &[("", 14), ("com.example", 1)], graph);
         let m = Model::from_bytes(model.encode_to_vec()).unwrap();
         assert_eq!(m.graph.value(m.graph.value_id("m").unwrap()).ty, ValueType::Unknown, "no rule types 'm'");
-        let not_asked = |_| -> probe::Verdict { panic!("probed a node whose input type is unknown") };
-        for op in ["Relu", "NotMeasured"] {
-            let ix = m.graph.topo_order().iter().copied().find(|ix| m.graph.node(*ix).op_type == op).unwrap();
-            let why = decide(&layers(), &Query { model: &m, ix, device: "CPU", probe: &not_asked });
-            assert_eq!(why, None, "{op} is claimed for the whole-partition attempt");
-        }
+        let converts = |_| probe::Verdict::Ok;
+        let no_rule = |_| probe::Verdict::Refused("No conversion rule found for NotMeasured".into());
+        let at = |op: &str| m.graph.topo_order().iter().copied().find(|ix| m.graph.node(*ix).op_type == op).unwrap();
+        let ask = |op, probe: &dyn Fn(NodeIndex) -> probe::Verdict| {
+            decide(&layers(), &Query { model: &m, ix: at(op), device: "CPU", probe })
+        };
+        // Relu is in the measured table, which claims it whatever the input's type.
+        assert_eq!(ask("Relu", &no_rule), None);
+        assert_eq!(ask("NotMeasured", &converts), None, "the probe converts it, so it is claimed");
+        let why = ask("NotMeasured", &no_rule);
+        assert!(why.as_deref().is_some_and(|w| w.contains("No conversion rule")), "{why:?}");
     }
 }
