@@ -4,17 +4,21 @@
 //! holds is borrowed as it is ([`vinort::TensorRef`] over the array's memory, under numpy's
 //! readonly borrow) — no copy. Any other array (a strided view, Fortran order, big-endian,
 //! misaligned) is made contiguous once with `numpy.require`, which is what onnxruntime does
-//! too. Strings (`str`, `bytes` and object arrays), sequences (lists) and optionals (`None`)
-//! become vinort values.
+//! too. A list is made an array of the input's declared element type (onnxruntime does the
+//! same); an array of another element type is refused (`InvalidArgument`, as onnxruntime
+//! refuses it), and so is any other object (a `RuntimeError`, as in onnxruntime). Strings
+//! (`str`, `bytes` and object arrays), sequences (lists) and optionals (`None`) become vinort
+//! values.
 //!
 //! Outputs are copied once into numpy-owned arrays, so a caller may write to them.
 
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
 use numpy::ndarray::{ArrayD, ArrayViewD, IxDyn};
 use numpy::{
-    PyArray, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArray,
+    PyArray, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyReadwriteArrayDyn, PyUntypedArray,
     PyUntypedArrayMethods, ToPyArray,
 };
 use vinort::{DType, Input, Sequence, Tensor, TensorRef, Value, ValueType};
@@ -22,21 +26,21 @@ use vinort::{DType, Input, Sequence, Tensor, TensorRef, Value, ValueType};
 use crate::errors::{self, InvalidArgument, VinortError};
 
 /// Expands `$m!` with every numeric element type numpy and vinort share, as
-/// `(vinort::DType variant and Held variant, Rust element type)` pairs: one table for both
-/// directions.
+/// `(vinort::DType variant and Held variant, Rust element type = numpy dtype name)`: one table
+/// for both directions.
 macro_rules! numeric_types {
     ($m:ident) => {
         $m! {
-            F32 f32, F64 f64, F16 half::f16,
-            I8 i8, I16 i16, I32 i32, I64 i64,
-            U8 u8, U16 u16, U32 u32, U64 u64,
-            Bool bool,
+            F32 f32 = "float32", F64 f64 = "float64", F16 half::f16 = "float16",
+            I8 i8 = "int8", I16 i16 = "int16", I32 i32 = "int32", I64 i64 = "int64",
+            U8 u8 = "uint8", U16 u16 = "uint16", U32 u32 = "uint32", U64 u64 = "uint64",
+            Bool bool = "bool",
         }
     };
 }
 
 macro_rules! held {
-    ($($v:ident $t:ty),* $(,)?) => {
+    ($($v:ident $t:ty = $np:literal),* $(,)?) => {
         /// One run input, held for the length of the run: borrowed numpy memory, or a value
         /// made from the Python object.
         pub(crate) enum Held<'py> {
@@ -56,6 +60,15 @@ macro_rules! held {
                 }
             }
 
+            /// The shape of a tensor input.
+            pub(crate) fn shape(&self) -> Option<Vec<usize>> {
+                match self {
+                    $(Held::$v(a) => Some(a.shape().to_vec()),)*
+                    Held::Value(Value::Tensor(t)) => Some(t.shape().to_vec()),
+                    Held::Value(_) => None,
+                }
+            }
+
             /// An owned copy (for the elements of sequences and optionals, which vinort holds
             /// as values).
             fn into_value(self) -> PyResult<Value> {
@@ -66,6 +79,45 @@ macro_rules! held {
                     })*
                     Held::Value(v) => Ok(v),
                 }
+            }
+        }
+
+        /// An output buffer: a numpy array borrowed writeable for the length of a run.
+        pub(crate) enum HeldOut<'py> {
+            $($v(PyReadwriteArrayDyn<'py, $t>),)*
+        }
+
+        impl<'py> HeldOut<'py> {
+            /// Binds the array as the output `name`'s buffer.
+            pub(crate) fn bind<'a>(&'a mut self, binding: &mut vinort::Binding<'a>, name: &str) -> PyResult<()> {
+                match self {
+                    $(HeldOut::$v(a) => {
+                        let shape = a.shape().to_vec();
+                        let data = a.as_slice_mut().map_err(|e| VinortError::new_err(e.to_string()))?;
+                        binding.bind_output(name, &shape, data).map_err(errors::to_py)
+                    })*
+                }
+            }
+        }
+
+        /// The array as an output buffer (C order, aligned, writeable, a vinort element type).
+        pub(crate) fn hold_output<'py>(name: &str, obj: &Bound<'py, PyAny>) -> PyResult<HeldOut<'py>> {
+            let arr = obj.cast::<PyUntypedArray>().map_err(|_| invalid(name, "an output buffer must be a numpy array".into()))?;
+            if !arr.is_c_contiguous() || !arr.is_aligned() {
+                return Err(invalid(name, "an output buffer must be a C-contiguous, aligned array".into()));
+            }
+            $(if let Ok(a) = arr.cast::<PyArrayDyn<$t>>() {
+                let a = a.try_readwrite().map_err(|e| invalid(name, format!("the output buffer cannot be written: {e}")))?;
+                return Ok(HeldOut::$v(a));
+            })*
+            Err(unsupported_dtype(name, arr))
+        }
+
+        /// The numpy dtype name of a vinort element type numpy has.
+        fn numpy_name(d: DType) -> Option<&'static str> {
+            match d {
+                $(DType::$v => Some($np),)*
+                _ => None,
             }
         }
 
@@ -109,7 +161,7 @@ pub(crate) fn hold<'py>(name: &str, declared: &ValueType, obj: &Bound<'py, PyAny
         ValueType::Sequence(item) if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() => {
             let items = obj
                 .try_iter()?
-                .map(|x| match hold_tensor(name, &x?)?.into_value()? {
+                .map(|x| match hold_tensor(name, item.tensor_dtype(), &x?)?.into_value()? {
                     Value::Tensor(t) => Ok(t),
                     other => Err(invalid(name, format!("a sequence item must be a tensor, got {}", other.kind()))),
                 })
@@ -126,20 +178,32 @@ pub(crate) fn hold<'py>(name: &str, declared: &ValueType, obj: &Bound<'py, PyAny
             let v = hold(name, inner, obj)?.into_value()?;
             Ok(Held::Value(Value::Optional(Some(Box::new(v)), (**inner).clone())))
         }
-        _ => hold_tensor(name, obj),
+        _ => hold_tensor(name, declared.tensor_dtype(), obj),
     }
 }
 
-/// A tensor input: a numpy array, or anything `numpy.asarray` takes.
-fn hold_tensor<'py>(name: &str, obj: &Bound<'py, PyAny>) -> PyResult<Held<'py>> {
+/// A tensor input: a numpy array, a list (made an array of the declared element type, as
+/// onnxruntime does), or a `vinort.OrtValue` (its array).
+fn hold_tensor<'py>(name: &str, declared: Option<DType>, obj: &Bound<'py, PyAny>) -> PyResult<Held<'py>> {
     let py = obj.py();
-    let np = py.import("numpy")?;
-    let arr = match obj.cast::<PyUntypedArray>() {
-        Ok(a) => a.clone(),
-        Err(_) => np
-            .call_method1("asarray", (obj,))
-            .map_err(|e| invalid(name, format!("cannot be made a numpy array: {e}")))?
-            .cast_into::<PyUntypedArray>()?,
+    let arr = if let Ok(a) = obj.cast::<PyUntypedArray>() {
+        a.clone()
+    } else if obj.is_instance_of::<PyList>() {
+        let np = py.import(intern!(py, "numpy"))?;
+        match declared.and_then(numpy_name) {
+            Some(d) => np.call_method1(intern!(py, "asarray"), (obj, d)),
+            None => np.call_method1(intern!(py, "asarray"), (obj,)),
+        }
+        .map_err(|e| invalid(name, format!("cannot be made a numpy array: {e}")))?
+        .cast_into::<PyUntypedArray>()?
+    } else if let Ok(a) = obj.getattr(intern!(py, "_vinort_array")) {
+        a.cast_into::<PyUntypedArray>().map_err(|_| invalid(name, "the OrtValue holds no tensor".into()))?
+    } else {
+        // onnxruntime raises a plain RuntimeError for scalars, tuples and other objects.
+        return Err(VinortError::new_err(format!(
+            "Unable to handle object of type {} for input '{name}': give a numpy array or a list",
+            obj.get_type().repr()?
+        )));
     };
     let dtype = arr.dtype();
     match dtype.kind() {
@@ -152,7 +216,8 @@ fn hold_tensor<'py>(name: &str, obj: &Bound<'py, PyAny>) -> PyResult<Held<'py>> 
     }
     // Not readable in place: one contiguous, aligned, native-order copy.
     let native = dtype.call_method1("newbyteorder", ("=",))?;
-    let copy = np.call_method1("require", (&arr, native, "CA"))?.cast_into::<PyUntypedArray>()?;
+    let np = py.import(intern!(py, "numpy"))?;
+    let copy = np.call_method1(intern!(py, "require"), (&arr, native, "CA"))?.cast_into::<PyUntypedArray>()?;
     borrow(&copy)?.ok_or_else(|| unsupported_dtype(name, &arr))
 }
 

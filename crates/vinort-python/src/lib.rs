@@ -1,4 +1,5 @@
-//! `vinort` for Python: a drop-in for `onnxruntime.InferenceSession`.
+//! `vinort._vinort`, the native half of the Python package `vinort`, a drop-in for
+//! onnxruntime.
 //!
 //! ```python
 //! import vinort as ort
@@ -6,10 +7,13 @@
 //! probs, = sess.run(None, {"input": x})
 //! ```
 //!
-//! The module is a thin layer over the `vinort` crate: [`session`] holds the Python classes,
-//! [`convert`] moves values between numpy and vinort (C-contiguous inputs are borrowed, not
-//! copied), [`providers`] reads onnxruntime's provider and session-option arguments, and
-//! [`errors`] turns vinort's errors (and any panic) into Python exceptions.
+//! The Python half (`python/vinort`) holds onnxruntime's surface (`InferenceSession`,
+//! `SessionOptions`, `OrtValue`, `IOBinding`, `onnxruntime.capi`…) and normalizes its
+//! arguments the way onnxruntime does; this half is a thin layer over the `vinort` crate:
+//! [`session`] builds and runs a session in one call per run, [`convert`] moves values between
+//! numpy and vinort (C-contiguous inputs are borrowed, not copied), [`providers`] builds the
+//! provider list, and [`errors`] turns vinort's errors (and any panic) into onnxruntime's
+//! exception classes.
 
 use pyo3::prelude::*;
 
@@ -25,10 +29,10 @@ fn get_available_providers() -> Vec<&'static str> {
     providers::available().iter().map(|k| k.ort_name()).collect()
 }
 
-/// onnxruntime's `get_device()`: where the default providers run.
+/// The version of the OpenVINO runtime vinort loads, or None when none can be found.
 #[pyfunction]
-fn get_device() -> &'static str {
-    "CPU"
+fn openvino_version() -> Option<String> {
+    vinort::openvino::devices().ok().map(|(version, _)| version.to_string())
 }
 
 /// What this machine's CPU kind makes vinort do (vinort's own, not onnxruntime's): the level of
@@ -47,19 +51,17 @@ fn cpu_kind(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     Ok(d)
 }
 
-/// The extension module: `import vinort`.
+/// The extension module: `vinort._vinort`.
 #[pymodule]
-#[pyo3(name = "vinort")]
+#[pyo3(name = "_vinort")]
 fn vinort_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(get_available_providers, m)?)?;
-    m.add_function(wrap_pyfunction!(get_device, m)?)?;
+    m.add_function(wrap_pyfunction!(openvino_version, m)?)?;
     m.add_function(wrap_pyfunction!(cpu_kind, m)?)?;
-    m.add_class::<session::InferenceSession>()?;
+    m.add_class::<session::Session>()?;
     m.add_class::<session::NodeArg>()?;
     m.add_class::<session::ModelMetadata>()?;
     m.add_class::<session::RunOptions>()?;
-    m.add_class::<providers::SessionOptions>()?;
-    m.add_class::<providers::GraphOptimizationLevel>()?;
     errors::register(m)
 }
