@@ -2,7 +2,7 @@
 //! a [`Plan`] of kernels.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use vinort_ir::{Values, limits};
 
@@ -189,6 +189,49 @@ pub fn compile_nodes(
 pub struct CpuPartition {
     plan: Plan<KernelStep>,
     pool: Option<Arc<Pool>>,
+    /// Where short runs go, by what they measured.
+    placement: Placement,
+}
+
+/// A plan whose runs take less than this may run on the caller's thread: handing a run to a
+/// pool worker costs two thread wake-ups (10–20 µs on the 2-core VMs of docs/performance.md;
+/// `perf` shows them as futex waits in rayon's `LockLatch`), as much as such a plan's kernels.
+/// Whether it does is measured, not guessed: a kernel that still goes parallel does so from the
+/// caller's thread, on rayon's global pool, one hand-off per kernel, which can cost more.
+const INLINE_BELOW_NS: u64 = 100_000;
+
+/// How often a short plan measures the placement it is not using, to follow a change.
+const REMEASURE_EVERY: u64 = 64;
+
+/// The last run time of a partition hosted on its pool and run on the caller's thread
+/// (nanoseconds, 0: not measured yet), and a run counter.
+#[derive(Default)]
+struct Placement {
+    hosted_ns: AtomicU64,
+    inline_ns: AtomicU64,
+    runs: AtomicU64,
+}
+
+impl Placement {
+    /// True to run this time on the caller's thread: never before a hosted run measured under
+    /// [`INLINE_BELOW_NS`]; then once to measure; then whichever was faster, measuring the
+    /// other every [`REMEASURE_EVERY`] runs.
+    fn inline(&self) -> bool {
+        let (hosted, inline) = (self.hosted_ns.load(Ordering::Relaxed), self.inline_ns.load(Ordering::Relaxed));
+        if hosted == 0 || hosted >= INLINE_BELOW_NS {
+            return false;
+        }
+        if inline == 0 {
+            return true;
+        }
+        let explore = self.runs.fetch_add(1, Ordering::Relaxed) % REMEASURE_EVERY == REMEASURE_EVERY - 1;
+        (inline < hosted) != explore
+    }
+
+    fn record(&self, inline: bool, took: std::time::Duration) {
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX).max(1);
+        if inline { &self.inline_ns } else { &self.hosted_ns }.store(ns, Ordering::Relaxed);
+    }
 }
 
 impl CompiledPartition for CpuPartition {
@@ -199,7 +242,9 @@ impl CompiledPartition for CpuPartition {
     /// parallel loop may pick up an injected job, and were whole plans of many callers
     /// injected, one could nest inside another without bound. Callers arriving while a plan is
     /// hosted run their plans themselves, kernel by kernel handed to the pool as before (a
-    /// worker of another pool hands its whole plan to the partition's own pool instead).
+    /// worker of another pool hands its whole plan to the partition's own pool instead). A
+    /// plan whose runs are shorter than [`INLINE_BELOW_NS`] runs on the caller's thread when
+    /// that measured faster ([`Placement`]).
     fn run(&self, inputs: &[&Value], ctx: &RunContext) -> Result<Vec<Value>> {
         let run = || self.plan.run(inputs, ctx);
         let on_worker = match &self.pool {
@@ -210,6 +255,22 @@ impl CompiledPartition for CpuPartition {
             // Already inside the pool (a control-flow body, or a kernel of a caller's plan).
             return run();
         }
+        let inline = self.placement.inline();
+        let started = std::time::Instant::now();
+        let out = if inline { run() } else { self.run_hosted(run) };
+        self.placement.record(inline, started.elapsed());
+        out
+    }
+
+    fn describe(&self) -> String {
+        format!("{} kernels", self.plan.steps().count())
+    }
+}
+
+impl CpuPartition {
+    /// Runs `run` with the plan hosted on a worker of the partition's pool (see
+    /// [`CompiledPartition::run`] above), or kernel by kernel when another plan is hosted.
+    fn run_hosted(&self, run: impl FnOnce() -> Result<Vec<Value>> + Send) -> Result<Vec<Value>> {
         let hosting = self.pool.as_ref().map_or(&GLOBAL_HOSTING, |p| &p.hosting);
         match (Host::claim(hosting), &self.pool) {
             (Some(_host), Some(p)) => p.threads.install(run),
@@ -223,10 +284,6 @@ impl CompiledPartition for CpuPartition {
             }
             (None, None) => run(),
         }
-    }
-
-    fn describe(&self) -> String {
-        format!("{} kernels", self.plan.steps().count())
     }
 }
 
@@ -264,7 +321,7 @@ impl ExecutionProvider for CpuProvider {
     fn compile(&self, model: &Model, part: &PartitionDef) -> Result<Box<dyn CompiledPartition>> {
         let plan = compile_nodes(&model.graph, &part.nodes, &part.inputs, &part.outputs, self.optimization)?;
         let pool = self.threads.map(pool_of).transpose()?;
-        Ok(Box::new(CpuPartition { plan, pool }))
+        Ok(Box::new(CpuPartition { plan, pool, placement: Placement::default() }))
     }
 }
 
@@ -305,6 +362,32 @@ impl SubgraphPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A plan goes to the caller's thread only after a hosted run measured short, stays there
+    /// while that is faster (re-measuring hosting every REMEASURE_EVERY runs), and goes back
+    /// when hosting measured faster or the runs grew long.
+    #[test]
+    fn short_plans_run_where_they_measured_faster() {
+        use std::time::Duration;
+        let p = Placement::default();
+        assert!(!p.inline(), "the first run is hosted");
+        p.record(false, Duration::from_micros(40));
+        assert!(p.inline(), "a short hosted run is followed by one inline, to measure it");
+        p.record(true, Duration::from_micros(5));
+        let inline_runs = (0..REMEASURE_EVERY * 2).filter(|_| p.inline()).count() as u64;
+        assert_eq!(
+            inline_runs,
+            REMEASURE_EVERY * 2 - 2,
+            "inline, with hosting re-measured every {REMEASURE_EVERY} runs"
+        );
+        p.record(true, Duration::from_micros(60));
+        assert!(
+            (0..REMEASURE_EVERY - 1).all(|_| !p.inline()) && p.inline(),
+            "hosted once it is faster, inline re-measured"
+        );
+        p.record(false, Duration::from_millis(1));
+        assert!((0..REMEASURE_EVERY * 2).all(|_| !p.inline()), "long runs are always hosted");
+    }
 
     #[test]
     fn a_pool_hosts_one_plan_and_a_panic_releases_it() {
