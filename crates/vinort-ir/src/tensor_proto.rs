@@ -154,6 +154,15 @@ pub fn tensor_from_proto(t: &TensorProto, ext: &ExternalData) -> Result<Tensor> 
     let dtype = DType::from_onnx(code).ok_or_else(|| terr(format!("unknown or undefined data type {code}")))?;
     let shape = dims_of(name, &t.dims)?;
     let n = numel(&shape);
+    // A segment is one chunk of a larger tensor stored across several TensorProtos; read as
+    // the whole tensor it would be a wrong value (onnxruntime refuses it too).
+    if let Some(seg) = &t.segment {
+        return Err(terr(format!(
+            "is a segment ({}..{}) of a larger tensor (TensorProto.segment), which vinort does not assemble",
+            seg.begin.unwrap_or(0),
+            seg.end.unwrap_or(0)
+        )));
+    }
 
     let external = t.data_location == Some(onnx::tensor_proto::DataLocation::External as i32);
     if dtype == DType::String {
@@ -330,6 +339,21 @@ mod tests {
         let back = tensor_from_proto(&p, &ExternalData::default()).unwrap();
         assert_eq!(back.dtype(), DType::I4);
         assert_eq!(back.as_slice::<i8>().unwrap(), &vals[..]);
+    }
+
+    /// A segment of a larger tensor is refused, naming the tensor, never read as a whole one.
+    #[test]
+    fn a_tensor_segment_is_refused() {
+        let seg = TensorProto {
+            data_type: Some(7),
+            dims: vec![1],
+            int64_data: vec![2],
+            name: Some("axes".into()),
+            segment: Some(onnx::tensor_proto::Segment { begin: Some(-1), end: Some(-1_099_511_627_776) }),
+            ..Default::default()
+        };
+        let e = tensor_from_proto(&seg, &ExternalData::default()).unwrap_err().to_string();
+        assert!(e.contains("'axes'") && e.contains("segment"), "{e}");
     }
 
     #[test]

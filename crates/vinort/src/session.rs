@@ -221,7 +221,8 @@ impl SessionBuilder {
     }
 
     /// The longest a provider may spend on one compile it cannot interrupt (an OpenVINO
-    /// compile, a single-node probe, a blob import); `Duration::ZERO` waits for ever. Default
+    /// compile, a single-node probe, a blob import), and the most a build spends on all of them
+    /// together; `Duration::ZERO` waits for ever. Default
     /// [`vinort_ir::deadline::DEFAULT_COMPILE_TIMEOUT`] (60 s). A compile past it refuses its
     /// partition, naming the deadline, and the graph is partitioned again as after any
     /// compile failure (those nodes go to the next provider); the abandoned compile goes on
@@ -264,9 +265,11 @@ impl SessionBuilder {
         // provider refuses nodes with static tensors past it: OpenVINO allocates those itself).
         let deadline = self.compile_timeout;
         let session = vinort_ir::deadline::with_compile_timeout(deadline, || {
-            vinort_ir::limits::with_session_limit(self.memory_limit, || match self.env.clone() {
-                Some(env) => self.build_shared(&env),
-                None => self.build_session(),
+            vinort_ir::deadline::with_build_budget(|| {
+                vinort_ir::limits::with_session_limit(self.memory_limit, || match self.env.clone() {
+                    Some(env) => self.build_shared(&env),
+                    None => self.build_session(),
+                })
             })
         })?;
         if let Some((path, embed)) = save {

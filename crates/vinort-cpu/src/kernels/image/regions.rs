@@ -81,7 +81,7 @@ impl Kernel for Col2Im {
         let nb_u: Vec<usize> = nb.iter().map(|v| *v as usize).collect();
         let pimg = numel(&img_u);
         let xv = x.to_f64_vec()?;
-        let mut y = vec![0.0f64; n * c * pimg];
+        let mut y = crate::kernels::shape::copy::zeroed::<f64>(&[n, c, pimg])?;
         let ist = strides_of(&img_u);
         let bp = bprod as usize;
         for b in 0..n {
@@ -279,7 +279,7 @@ impl Kernel for RoiAlign {
         let xv = x.to_f64_vec()?;
         let rv = rois.to_f64_vec()?;
         let nr = rs[0];
-        let mut y = vec![0.0f64; nr * c * oh * ow];
+        let mut y = crate::kernels::shape::copy::zeroed::<f64>(&[nr, c, oh, ow])?;
         let off = if self.half_pixel { 0.5 } else { 0.0 };
         for r in 0..nr {
             let b = index_below(bi[r], n).ok_or_else(|| {

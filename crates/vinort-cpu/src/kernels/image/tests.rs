@@ -194,3 +194,31 @@ fn f16_and_f64_linear_agree_with_f32() {
         assert!((a - b).abs() < 1e-5 && (a - c).abs() < 1e-2, "{a} {b} {c}");
     }
 }
+
+/// Output sizes a hostile model sets to astronomical values (RoiAlign's output_height ×
+/// output_width, Col2Im's image_shape) are refused as a memory-limit error before anything is
+/// allocated, never an allocation abort (found by the black-box run of issue 33: 120 TB).
+#[test]
+fn astronomical_output_sizes_are_a_memory_limit_error() {
+    let roi = node(
+        "RoiAlign",
+        16,
+        vec![
+            ("output_height", Attr::Int(1 << 24)),
+            ("output_width", Attr::Int(1 << 24)),
+            ("mode", Attr::String("max".into())),
+        ],
+        3,
+    );
+    let x = Tensor::from_vec(&[1, 1, 2, 2], vec![1f32; 4]).unwrap_or_else(|e| panic!("{e}"));
+    let rois = Tensor::from_vec(&[1, 4], vec![0f32, 0.0, 1.0, 1.0]).unwrap_or_else(|e| panic!("{e}"));
+    let bi = Tensor::from_vec(&[1], vec![0i64]).unwrap_or_else(|e| panic!("{e}"));
+    let e = run_node(&roi, &[Some(x), Some(rois), Some(bi)]).err().map(|e| e.to_string());
+    assert!(e.as_deref().is_some_and(|e| e.contains("memory")), "{e:?}");
+    let col = node("Col2Im", 18, vec![], 3);
+    let cols = Tensor::from_vec(&[1, 1, 1], vec![1f32]).unwrap_or_else(|e| panic!("{e}"));
+    let big = Tensor::from_vec(&[2], vec![1i64 << 31, 1 << 31]).unwrap_or_else(|e| panic!("{e}"));
+    let block = Tensor::from_vec(&[2], vec![1i64 << 31, 1 << 31]).unwrap_or_else(|e| panic!("{e}"));
+    let e = run_node(&col, &[Some(cols), Some(big), Some(block)]).err().map(|e| e.to_string());
+    assert!(e.is_some(), "Col2Im with a 2^62-pixel image ran");
+}

@@ -68,6 +68,23 @@ pub(crate) fn checked_numel(shape: &[usize]) -> Result<usize> {
     Ok(n)
 }
 
+/// A zeroed buffer of `shape`'s elements for a kernel's own scratch or output, or
+/// [`Error::MemoryLimit`] when its bytes overflow or do not meet the memory limits: for sizes
+/// taken from attributes or data, which a hostile model can make astronomically large (an
+/// allocation that fails aborts the process; a refused one is an error naming the node).
+pub(crate) fn zeroed<T: Clone + Default>(shape: &[usize]) -> Result<Vec<T>> {
+    use vinort_ir::limits::{self, Refused, Which};
+    let bytes = limits::byte_size(shape, std::mem::size_of::<T>()).ok_or(Error::MemoryLimit(Refused {
+        bytes: usize::MAX,
+        limit: limits::single_limit(),
+        held: 0,
+        which: Which::Process,
+        at_least: false,
+    }))?;
+    limits::check(bytes).map_err(Error::MemoryLimit)?;
+    Ok(vec![T::default(); shape.iter().product()])
+}
+
 /// Builds the output of `out_shape` and element type `dtype` by running `steps` over `srcs`
 /// (which must all have type `dtype`). Elements no step writes are zero (empty strings).
 pub(crate) fn run_plan(dtype: DType, srcs: &[&Tensor], out_shape: &[usize], steps: &[Step]) -> Result<Tensor> {
