@@ -89,11 +89,7 @@ pub fn abandoned() -> usize {
 
 /// A call that did not return within its deadline (it goes on running on its own thread).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "{what} did not finish within {} (the compile deadline{}; it keeps running on its own thread until it returns)",
-    human(*limit),
-    if *.budget_spent { ", the session build's budget for all its compiles, was spent" } else { "" }
-)]
+#[error("{what} did not finish within {} ({})", human(*limit), why(*.budget_spent, *.started))]
 pub struct Expired {
     /// What was called.
     pub what: String,
@@ -101,6 +97,18 @@ pub struct Expired {
     pub limit: Duration,
     /// True when the build's budget ran out (before the call's own deadline).
     pub budget_spent: bool,
+    /// False when the budget was spent before the call could start.
+    pub started: bool,
+}
+
+fn why(budget_spent: bool, started: bool) -> &'static str {
+    match (budget_spent, started) {
+        (true, false) => "not started: the session build's budget for all its compiles was spent",
+        (true, true) => {
+            "the session build's budget for all its compiles ran out; it keeps running on its own thread until it returns"
+        }
+        _ => "the compile deadline; it keeps running on its own thread until it returns",
+    }
 }
 
 /// `90 s`, `1.5 s`, `250 ms`.
@@ -124,7 +132,7 @@ pub fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'sta
     };
     if wait.is_zero() {
         tracing::warn!(what, limit = %human(limit), "call not started: the build's compile budget is spent");
-        return Err(Expired { what: what.to_owned(), limit, budget_spent });
+        return Err(Expired { what: what.to_owned(), limit, budget_spent, started: false });
     }
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     // Taken back when no thread can be had.
@@ -156,7 +164,7 @@ pub fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'sta
             ABANDONED.fetch_add(1, Ordering::Relaxed);
             drop(rx);
             tracing::warn!(what, limit = %human(limit), budget_spent, "call abandoned at its deadline");
-            Err(Expired { what: what.to_owned(), limit, budget_spent })
+            Err(Expired { what: what.to_owned(), limit, budget_spent, started: true })
         }
         Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => match handle.join() {
             Err(panic) => std::panic::resume_unwind(panic),
@@ -191,7 +199,7 @@ mod tests {
                 let ran = Arc::new(AtomicBool::new(false));
                 let flag = Arc::clone(&ran);
                 let e = within("third", move || flag.store(true, Ordering::Relaxed)).err();
-                assert!(e.is_some_and(|e| e.budget_spent), "the third call was not refused");
+                assert!(e.is_some_and(|e| e.budget_spent && !e.started), "the third call was not refused");
                 std::thread::sleep(Duration::from_millis(20));
                 assert!(!ran.load(Ordering::Relaxed), "a call past the budget started");
             })
