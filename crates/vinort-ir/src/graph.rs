@@ -12,7 +12,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use crate::attr::{Attr, FromAttr};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
-use crate::value::ValueType;
+use crate::value::{Dim, ValueType};
 
 /// Index of a value within one [`Graph`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -285,6 +285,28 @@ impl Graph {
     /// All node indices.
     pub fn node_indices(&self) -> impl Iterator<Item = NodeIndex> + '_ {
         self.dag.node_indices()
+    }
+
+    /// Fixes symbolic dims (`dim_param`s) of the graph inputs' declared shapes: every dim
+    /// named `symbol` becomes `size`, for each `(symbol, size)`, as ONNX Runtime's free
+    /// dimension overrides do; then types are inferred again so the sizes reach every value
+    /// they decide. Returns each changed `(input, axis, symbol, size)`.
+    pub fn fix_input_dims(&mut self, fixes: &[(&str, usize)]) -> Vec<(ValueId, usize, String, usize)> {
+        let mut fixed = vec![];
+        for &v in &self.inputs {
+            let ValueType::Tensor(_, Some(dims)) = &mut self.values[v.index()].ty else { continue };
+            for (axis, d) in dims.iter_mut().enumerate() {
+                let Dim::Symbol(s) = d else { continue };
+                if let Some(&(symbol, size)) = fixes.iter().find(|(symbol, _)| s == symbol) {
+                    fixed.push((v, axis, symbol.to_owned(), size));
+                    *d = Dim::Fixed(size);
+                }
+            }
+        }
+        if !fixed.is_empty() {
+            crate::infer::infer_graph(self);
+        }
+        fixed
     }
 
     /// Sets a value's type (used by shape inference).

@@ -117,6 +117,21 @@ impl ValueType {
     pub fn static_shape(&self) -> Option<Vec<usize>> {
         self.tensor_shape()?.iter().map(Dim::fixed).collect()
     }
+
+    /// True for a tensor type.
+    pub fn is_tensor(&self) -> bool {
+        matches!(self, ValueType::Tensor(..))
+    }
+
+    /// True for a sequence type.
+    pub fn is_sequence(&self) -> bool {
+        matches!(self, ValueType::Sequence(_))
+    }
+
+    /// True for a map type.
+    pub fn is_map(&self) -> bool {
+        matches!(self, ValueType::Map(..))
+    }
 }
 
 impl std::fmt::Display for ValueType {
@@ -171,6 +186,16 @@ impl Value {
     /// when this is not a tensor of `T`.
     pub fn try_extract_tensor<T: crate::Elem>(&self) -> Result<(&[usize], &[T])> {
         self.as_tensor()?.try_extract_tensor()
+    }
+
+    /// The string tensor's shape and strings ([`Tensor::try_extract_strings`]).
+    pub fn try_extract_strings(&self) -> Result<(&[usize], &[String])> {
+        self.as_tensor()?.try_extract_strings()
+    }
+
+    /// The one element of a one-element tensor of `T` ([`Tensor::try_extract_scalar`]).
+    pub fn try_extract_scalar<T: crate::Elem>(&self) -> Result<T> {
+        self.as_tensor()?.try_extract_scalar()
     }
 
     /// The tensor as an `ndarray` view of `T`, without a copy ([`Tensor::try_extract_array`]).

@@ -379,6 +379,38 @@ impl Tensor {
         Ok((self.shape(), self.as_slice::<T>()?))
     }
 
+    /// Shape and strings of a string tensor, like `ort`'s `try_extract_strings` (no copy).
+    ///
+    /// ```
+    /// let t = vinort_ir::Tensor::from_strings(&[2], vec!["a".into(), "bc".into()])?;
+    /// let (shape, strings) = t.try_extract_strings()?;
+    /// assert_eq!((shape, strings), (&[2usize][..], &["a".to_string(), "bc".to_string()][..]));
+    /// # Ok::<(), vinort_ir::Error>(())
+    /// ```
+    pub fn try_extract_strings(&self) -> Result<(&[usize], &[String])> {
+        Ok((self.shape(), self.as_strings()?))
+    }
+
+    /// The one element of a tensor holding exactly one (any rank), like `ort`'s
+    /// `try_extract_scalar`.
+    ///
+    /// ```
+    /// let t = vinort_ir::Tensor::from_slice(&[1, 1], &[2.5f32])?;
+    /// assert_eq!(t.try_extract_scalar::<f32>()?, 2.5);
+    /// assert!(vinort_ir::Tensor::from_slice(&[2], &[1f32, 2.0])?.try_extract_scalar::<f32>().is_err());
+    /// # Ok::<(), vinort_ir::Error>(())
+    /// ```
+    pub fn try_extract_scalar<T: Elem>(&self) -> Result<T> {
+        match self.as_slice::<T>()? {
+            [one] => Ok(*one),
+            all => Err(Error::invalid(format!(
+                "a scalar was asked of a tensor of shape {:?} ({} elements)",
+                self.shape(),
+                all.len()
+            ))),
+        }
+    }
+
     /// The strings of a string tensor.
     pub fn as_strings(&self) -> Result<&[String]> {
         match &self.data {
