@@ -9,7 +9,7 @@
 //! own cache then keys on the file, and a warm session finds its compiled blob without
 //! serializing the partition or reading it. The key covers what determines the partition
 //! without reading any weight: the identity (canonical path, size, modification time) of the
-//! model file and of the external data files its partition files point into, the partition's nodes and boundary, the compile properties, the device
+//! model file and of the external data files its partition files point into, the partition's nodes and boundary (names and types), the compile properties, the device
 //! and the OpenVINO version. (Importing an exported blob instead is not an option through
 //! the C API: `ov_core_import_model` takes no properties, and the CPU plugin then runs an
 //! f32 partition in bf16.)
@@ -54,11 +54,13 @@ pub fn entry(
     for ix in &part.nodes {
         let _ = writeln!(key, "node {} {}", ix.index(), g.node(*ix).name);
     }
+    // With types: a session that fixed a symbolic dim (`dimension_override`) serializes the
+    // same nodes with static shapes, and must not read another session's dynamic file.
     for v in &part.inputs {
-        let _ = writeln!(key, "in {}", g.value(*v).name);
+        let _ = writeln!(key, "in {} {}", g.value(*v).name, g.value(*v).ty);
     }
     for v in &part.outputs {
-        let _ = writeln!(key, "out {}", g.value(*v).name);
+        let _ = writeln!(key, "out {} {}", g.value(*v).name, g.value(*v).ty);
     }
     // FNV-1a is stable across Rust releases; a second offset basis makes the name 128 bits.
     let (a, b) = (fnv1a(key.as_bytes(), OFFSET), fnv1a(key.as_bytes(), SECOND_OFFSET));

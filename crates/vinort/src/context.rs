@@ -20,7 +20,8 @@ use crate::partition::PlannedPartition;
 /// Where a saved context keeps its blobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EmbedMode {
-    /// Inside the model file (`embed_mode=1`, ONNX Runtime's default): one file to move.
+    /// Inside the model file (`embed_mode=1`): one file to move. (ONNX Runtime's
+    /// `ep.context_embed_mode` defaults to `0` now, [`EmbedMode::Files`].)
     #[default]
     Embedded,
     /// In files next to the model (`embed_mode=0`), named `<model stem>_<partition>.blob`.

@@ -26,10 +26,14 @@
 
 #[cfg(feature = "ndarray")]
 mod array;
+mod config;
 mod context;
+mod dims;
 mod error;
 mod inputs;
+mod outputs;
 mod partition;
+mod profiling;
 mod provider;
 mod session;
 
@@ -38,11 +42,11 @@ pub use error::{Error, RefusedNode, Result};
 #[doc(hidden)]
 pub use inputs::input_name as __input_name;
 pub use inputs::{InputKey, Positional, RunInputs};
+pub use outputs::Outputs;
 pub use partition::{PartitionPlan, PlannedPartition, Refusal};
 pub use provider::{Cpu, GraphOptimizationLevel, OpenVino, Provider};
 pub use session::{
-    Binding, Environment, Input, IoInfo, LogLevel, Outputs, RunFuture, RunOptions, Runtime, Session, SessionBuilder,
-    TensorRef,
+    Binding, Environment, Input, IoInfo, LogLevel, RunFuture, RunOptions, Runtime, Session, SessionBuilder, TensorRef,
 };
 pub use vinort_ir::{DType, Dim, Elem, Metadata, Model, Sequence, StopReason, Tensor, Value, ValueType};
 
@@ -62,6 +66,12 @@ pub mod openvino {
 /// The instruction sets the Cpu provider's kernels use: detected once, capped by
 /// `VINORT_CPU_ISA` (`avx2`, `avx512`...), so one machine can run another CPU kind's kernels.
 pub use vinort_cpu::isa;
+
+/// ONNX Runtime's session config keys ([`SessionBuilder::config_entry`]) and what vinort does
+/// with each.
+pub mod session_config {
+    pub use crate::config::{Handling, KEYS};
+}
 
 /// The pieces a custom execution provider or a tool needs: the provider interface, the graph,
 /// op specs, weights' decoding and the buffer/copy counters. Everything else of the internal

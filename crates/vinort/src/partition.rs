@@ -96,11 +96,13 @@ fn short_list(v: &[String]) -> String {
 /// `providers` are the started providers in the user's order. Returns per partition the index
 /// of its provider and its definition, plus the plan (without compiled details).
 /// `vetoes` are nodes a provider claimed but then refused while compiling: they are treated as
-/// refused by that provider, with the reason it gave.
+/// refused by that provider, with the reason it gave. `file_is_graph` is false when the graph
+/// was changed after loading (fixed dims), so no partition may stand for the file.
 pub(crate) fn partition(
     model: &Model,
     providers: &[std::sync::Arc<dyn vinort_ir::ExecutionProvider>],
     vetoes: &HashMap<(usize, NodeIndex), String>,
+    file_is_graph: bool,
 ) -> Result<(Vec<(usize, PartitionDef)>, PartitionPlan)> {
     let g = &model.graph;
     // Every provider is asked about every node, so the cost rule below knows who else could
@@ -201,7 +203,7 @@ pub(crate) fn partition(
     plan.refusals.sort_by(|a, b| a.node.cmp(&b.node).then(a.node_index.cmp(&b.node_index)));
 
     let defs = groups.into_iter().map(|(pi, nodes)| (pi, boundary(model, nodes))).collect::<Vec<_>>();
-    let whole = defs.len() == 1;
+    let whole = defs.len() == 1 && file_is_graph;
     let defs: Vec<(usize, PartitionDef)> = defs
         .into_iter()
         .map(|(pi, mut d)| {
@@ -216,15 +218,15 @@ pub(crate) fn partition(
 }
 
 /// Every node of the main graph as one partition (for the whole-model-first attempt), or
-/// `None` for a graph without nodes.
-pub(crate) fn whole(model: &Model) -> Option<PartitionDef> {
+/// `None` for a graph without nodes. `file_is_graph` as for [`partition`].
+pub(crate) fn whole(model: &Model, file_is_graph: bool) -> Option<PartitionDef> {
     let g = &model.graph;
     let all = g.topo_order().to_vec();
     if all.is_empty() {
         return None;
     }
     let mut d = boundary(model, all);
-    d.whole_graph = is_whole_graph(model, &d);
+    d.whole_graph = file_is_graph && is_whole_graph(model, &d);
     Some(d)
 }
 

@@ -11,8 +11,10 @@ use vinort_ir::{
     CompiledPartition, DType, Dim, Elem, Model, OutputBuffer, RunContext, Tensor, Value, ValueId, ValueType, WholeModel,
 };
 
+use crate::config::Prepared;
 use crate::error::{Error, Result};
 use crate::inputs::{InputKey, RunInputs};
+use crate::outputs::Outputs;
 use crate::partition::{PartitionPlan, partition};
 use crate::provider::Provider;
 
@@ -65,6 +67,7 @@ struct SessionKey {
     modified: Option<std::time::SystemTime>,
     providers: Vec<String>,
     memory_limit: Option<usize>,
+    dims: Vec<(String, usize)>,
 }
 
 impl Environment {
@@ -109,6 +112,12 @@ pub struct SessionBuilder {
     intra_threads: Option<usize>,
     optimization: Option<crate::GraphOptimizationLevel>,
     log_level: Option<LogLevel>,
+    /// ONNX Runtime session config entries ([`SessionBuilder::config_entry`]).
+    pub(crate) config: Vec<(String, String)>,
+    /// Symbolic input dims fixed ([`SessionBuilder::dimension_override`]).
+    pub(crate) dims: Vec<(String, usize)>,
+    /// The profile's file prefix ([`SessionBuilder::profiling`]).
+    pub(crate) profiling: Option<std::path::PathBuf>,
 }
 
 /// How much a session logs of its own doings ([`SessionBuilder::log_level`]), like `ort`'s
@@ -149,6 +158,9 @@ impl SessionBuilder {
             intra_threads: None,
             optimization: None,
             log_level: None,
+            config: vec![],
+            dims: vec![],
+            profiling: None,
         }
     }
 
@@ -250,25 +262,32 @@ impl SessionBuilder {
     /// Starts the providers, partitions the graph and compiles every partition.
     pub fn build(mut self) -> Result<Session> {
         let providers = std::mem::take(&mut self.providers);
+        let (profiling, save) = (self.profiling.take(), self.save_context.take());
+        let prepared = Prepared::new(&self.config, &mut self.model, &self.dims, profiling, save, &providers)?;
         let providers = if providers.is_empty() { vec![crate::Cpu::default().into()] } else { providers };
         self.providers =
             providers.into_iter().map(|p| p.with_cpu_settings(self.intra_threads, self.optimization)).collect();
-        let save = self.save_context.clone();
         let outer = BUILD_LOG_LEVEL.with(|l| l.replace(self.log_level));
-        let built = self.build_logged(save);
+        let built = self.build_logged(prepared);
         BUILD_LOG_LEVEL.with(|l| l.set(outer));
         built
     }
 
-    fn build_logged(self, save: Option<(std::path::PathBuf, crate::EmbedMode)>) -> Result<Session> {
+    fn build_logged(self, mut prepared: Prepared) -> Result<Session> {
+        if logs(LogLevel::Warning) {
+            for w in &prepared.warnings {
+                tracing::warn!(warning = %w, "session setting not applied as asked");
+            }
+        }
+        let save = prepared.save.take();
         // Providers see the session's limit while they claim and compile (the OpenVINO
         // provider refuses nodes with static tensors past it: OpenVINO allocates those itself).
         let deadline = self.compile_timeout;
         let session = vinort_ir::deadline::with_compile_timeout(deadline, || {
             vinort_ir::deadline::with_build_budget(|| {
                 vinort_ir::limits::with_session_limit(self.memory_limit, || match self.env.clone() {
-                    Some(env) => self.build_shared(&env),
-                    None => self.build_session(),
+                    Some(env) => self.build_shared(&env, prepared),
+                    None => self.build_session(prepared),
                 })
             })
         })?;
@@ -281,8 +300,8 @@ impl SessionBuilder {
     /// Builds through `env`: an equal live session is shared, else this one is built and
     /// kept. Builds of one environment are serialized, so two threads asking for the same
     /// session build it once.
-    fn build_shared(self, env: &Environment) -> Result<Session> {
-        let key = self.key();
+    fn build_shared(self, env: &Environment, prepared: Prepared) -> Result<Session> {
+        let key = self.key().filter(|_| prepared.profiler.is_none());
         let mut sessions = env.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         sessions.retain(|(_, w)| w.strong_count() > 0);
         if let Some(key) = &key
@@ -293,15 +312,15 @@ impl SessionBuilder {
             }
             return Ok(Session { inner });
         }
-        let session = self.build_session()?;
+        let session = self.build_session(prepared)?;
         if let Some(key) = key {
             sessions.push((key, Arc::downgrade(&session.inner)));
         }
         Ok(session)
     }
 
-    /// What makes two sessions the same: the file (path, size, modification time) and the
-    /// providers' fingerprints. `None` for a model not from a file.
+    /// What makes two sessions the same: the file (path, size, modification time), the
+    /// providers' fingerprints and the fixed dims. `None` for a model not from a file.
     fn key(&self) -> Option<SessionKey> {
         let file = self.model.path.clone()?;
         let meta = std::fs::metadata(&file).ok()?;
@@ -313,15 +332,19 @@ impl SessionBuilder {
             modified: meta.modified().ok(),
             providers: providers.iter().map(|p| format!("{} {}", p.error_on_failure, p.ep.fingerprint())).collect(),
             memory_limit: self.memory_limit,
+            dims: self.dims.clone(),
         })
     }
 
-    fn build_session(self) -> Result<Session> {
+    fn build_session(self, prepared: Prepared) -> Result<Session> {
         let SessionBuilder { model, providers, memory_limit, log_level, .. } = self;
+        let Prepared { warnings, fixed: fixed_dims, profiler, .. } = prepared;
+        // The file no longer says what the graph is once dims were fixed in memory.
+        let file_is_graph = fixed_dims.is_empty();
         check_known_sizes(&model, memory_limit)?;
         let providers = if providers.is_empty() { vec![crate::Cpu::default().into()] } else { providers };
         let mut started = vec![];
-        let mut warnings = vec![];
+        let mut warnings = warnings;
         for p in &providers {
             match p.ep.start() {
                 Ok(()) => {
@@ -343,12 +366,12 @@ impl SessionBuilder {
             return Err(Error::Config("no execution provider could start".into()));
         }
         let g = &model.graph;
-        let (plan, b) = match whole_model_first(&model, &started, &warnings)? {
+        let (plan, b) = match whole_model_first(&model, &started, &warnings, file_is_graph)? {
             Ok(done) => done,
             Err((path, evidence)) => {
                 // What the whole compile showed about single nodes holds for every piece.
                 let vetoes = evidence.into_iter().map(|(n, why)| ((0, n), why)).collect();
-                let (mut plan, b) = split(&model, &started, &warnings, vetoes)?;
+                let (mut plan, b) = split(&model, &started, &warnings, vetoes, file_is_graph)?;
                 plan.path = path;
                 (plan, b)
             }
@@ -365,6 +388,9 @@ impl SessionBuilder {
         if logs(LogLevel::Info) {
             tracing::info!(plan = %plan, "session built");
         }
+        if let Some(p) = &profiler {
+            p.initialized(&plan.partitions);
+        }
         let inputs = g.inputs().iter().map(|v| io_info(g, *v)).collect();
         let outputs: Vec<IoInfo> = g.outputs().iter().map(|v| io_info(g, *v)).collect();
         let output_names = outputs.iter().map(|o| o.name.clone()).collect();
@@ -378,6 +404,8 @@ impl SessionBuilder {
                 model,
                 memory_limit,
                 log_level,
+                fixed_dims,
+                profiler,
             }),
         })
     }
@@ -423,9 +451,10 @@ fn whole_model_first(
     model: &Model,
     started: &Started,
     warnings: &[String],
+    file_is_graph: bool,
 ) -> Result<std::result::Result<Built, SplitBecause>> {
     let first = &started[0];
-    let Some(def) = crate::partition::whole(model) else {
+    let Some(def) = crate::partition::whole(model, file_is_graph) else {
         return Ok(Err(("split: the graph has no nodes".into(), vec![])));
     };
     let whole = match first.compile_whole(model, &def) {
@@ -447,7 +476,7 @@ fn whole_model_first(
             part.details = compiled.describe();
             let ins: Vec<Option<ValueId>> = def.inputs.iter().map(|v| Some(*v)).collect();
             let outs: Vec<Option<ValueId>> = def.outputs.iter().map(|v| Some(*v)).collect();
-            b.step(PartitionStep { compiled, outputs: def.outputs.clone() }, &ins, &outs)?;
+            b.step(PartitionStep { compiled, outputs: def.outputs.clone(), index: 0 }, &ins, &outs)?;
             let plan = PartitionPlan {
                 partitions: vec![part],
                 refusals: vec![],
@@ -470,6 +499,7 @@ fn split(
     started: &Started,
     warnings: &[String],
     mut vetoes: HashMap<(usize, vinort_ir::NodeIndex), String>,
+    file_is_graph: bool,
 ) -> Result<Built> {
     let g = &model.graph;
     // A provider may find at compile time that it cannot run some nodes it claimed (its
@@ -477,7 +507,7 @@ fn split(
     // partitioned again, so a wrong answer costs time, never the session. `vetoes` starts
     // with what the whole-model compile showed.
     loop {
-        let (defs, mut plan) = partition(model, started, &vetoes)?;
+        let (defs, mut plan) = partition(model, started, &vetoes, file_is_graph)?;
         plan.warnings = warnings.to_vec();
         let mut b = PlanBuilder::<ValueId, PartitionStep>::new();
         for v in g.inputs() {
@@ -490,7 +520,7 @@ fn split(
                     plan.partitions[i].details = compiled.describe();
                     let ins: Vec<Option<ValueId>> = def.inputs.iter().map(|v| Some(*v)).collect();
                     let outs: Vec<Option<ValueId>> = def.outputs.iter().map(|v| Some(*v)).collect();
-                    b.step(PartitionStep { compiled, outputs: def.outputs.clone() }, &ins, &outs)?;
+                    b.step(PartitionStep { compiled, outputs: def.outputs.clone(), index: i }, &ins, &outs)?;
                 }
                 Err(vinort_ir::Error::RefusedAtCompile(nodes)) if !nodes.is_empty() => {
                     refused = Some((*pi, nodes));
@@ -553,6 +583,8 @@ struct PartitionStep {
     compiled: Box<dyn CompiledPartition>,
     /// The values it returns, in order (to find the bound outputs among them).
     outputs: Vec<ValueId>,
+    /// Its position in the plan's partitions.
+    index: usize,
 }
 
 impl PartitionStep {
@@ -582,7 +614,7 @@ impl Step for PartitionStep {
     }
 }
 
-struct Inner {
+pub(crate) struct Inner {
     plan: Plan<PartitionStep>,
     report: PartitionPlan,
     inputs: Vec<IoInfo>,
@@ -594,13 +626,17 @@ struct Inner {
     memory_limit: Option<usize>,
     /// [`SessionBuilder::log_level`].
     log_level: Option<LogLevel>,
+    /// The input dims [`SessionBuilder::dimension_override`] fixed.
+    fixed_dims: Vec<crate::dims::FixedDim>,
+    /// [`SessionBuilder::profiling`].
+    pub(crate) profiler: Option<crate::profiling::Profiler>,
 }
 
 /// A compiled model, ready to run. `Send + Sync`: [`Session::run`] may be called from many
 /// threads at once; cloning shares the compiled partitions.
 #[derive(Clone)]
 pub struct Session {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 /// I/O binding, like ONNX Runtime's `IoBinding`: inputs bound once (borrowed without a copy,
@@ -701,6 +737,17 @@ impl<'a> Binding<'a> {
         Ok(())
     }
 
+    /// Unbinds every input (`ort`'s `clear_inputs`).
+    pub fn clear_inputs(&mut self) {
+        self.inputs.iter_mut().for_each(|i| *i = None);
+    }
+
+    /// Unbinds every output (`ort`'s `clear_outputs`): the next run allocates them, and
+    /// [`Binding::output`] reads them.
+    pub fn clear_outputs(&mut self) {
+        self.outputs.iter_mut().for_each(|o| *o = None);
+    }
+
     /// After a run, an output that was not bound.
     pub fn output(&self, name: &str) -> Option<&Value> {
         let pos = self.session.inner.outputs.iter().position(|o| o.name == name)?;
@@ -754,8 +801,13 @@ impl RunOptions {
 
     /// Names the run in the logs (ORT's `run_tag`).
     pub fn with_tag(mut self, tag: impl Into<String>) -> RunOptions {
-        self.tag = Some(Arc::from(tag.into()));
+        self.set_tag(tag);
         self
+    }
+
+    /// Names the run in the logs and its profile, in place (`ort`'s `set_tag`).
+    pub fn set_tag(&mut self, tag: impl Into<String>) {
+        self.tag = Some(Arc::from(tag.into()));
     }
 
     /// The tag, if any.
@@ -907,54 +959,6 @@ impl From<Value> for Input<'_> {
 impl<'a> From<TensorRef<'a>> for Input<'a> {
     fn from(t: TensorRef<'a>) -> Self {
         Input::Borrowed(t)
-    }
-}
-
-/// The outputs of a run, in the model's output order, addressable by name.
-#[derive(Debug, Clone)]
-pub struct Outputs {
-    names: Arc<[String]>,
-    values: Vec<Value>,
-}
-
-impl Outputs {
-    /// The output with this name.
-    pub fn get(&self, name: &str) -> Option<&Value> {
-        self.names.iter().position(|n| n == name).map(|i| &self.values[i])
-    }
-
-    /// Number of outputs.
-    pub fn len(&self) -> usize {
-        self.values.len()
-    }
-
-    /// True when the model has no outputs.
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
-    }
-
-    /// `(name, value)` pairs in model order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.names.iter().map(String::as_str).zip(&self.values)
-    }
-
-    /// The values in model order.
-    pub fn into_values(self) -> Vec<Value> {
-        self.values
-    }
-}
-
-impl std::ops::Index<usize> for Outputs {
-    type Output = Value;
-    fn index(&self, i: usize) -> &Value {
-        &self.values[i]
-    }
-}
-
-impl std::ops::Index<&str> for Outputs {
-    type Output = Value;
-    fn index(&self, name: &str) -> &Value {
-        self.get(name).unwrap_or_else(|| panic!("no output named '{name}'"))
     }
 }
 
@@ -1155,7 +1159,7 @@ impl Session {
         })?;
         let values = self.execute(given, ctx, &[])?;
         let values = values.into_iter().map(Value::detach_borrowed).collect();
-        Ok(Outputs { names: self.inner.output_names.clone(), values })
+        Ok(Outputs::new(self.inner.output_names.clone(), values))
     }
 
     /// Runs on the given inputs (by model input position), writing outputs into `into` (by
@@ -1168,7 +1172,7 @@ impl Session {
     ) -> Result<Vec<Value>> {
         let n = self.inner.inputs.len();
         let mut ordered: SmallVec<[Value; 8]> = SmallVec::with_capacity(n);
-        for (info, v) in self.inner.inputs.iter().zip(given) {
+        for (k, (info, v)) in self.inner.inputs.iter().zip(given).enumerate() {
             let v = match (v, &info.default) {
                 (Some(v), _) => v,
                 // Shares the initializer's storage.
@@ -1180,6 +1184,7 @@ impl Session {
                     });
                 }
             };
+            crate::dims::check(&self.inner.fixed_dims, k, info, &v)?;
             check_input(info, &v)?;
             // Kernels need element-aligned storage; a caller's misaligned shared bytes are
             // copied once (the only copy of an input vinort ever makes).
@@ -1199,18 +1204,29 @@ impl Session {
             None => ctx,
         };
         let refs: SmallVec<[&Value; 8]> = ordered.iter().collect();
-        if into.iter().all(Option::is_none) {
+        let profiler = self.inner.profiler.as_ref().filter(|p| p.is_on());
+        if into.iter().all(Option::is_none) && profiler.is_none() {
             return Ok(self.inner.plan.run(&refs, ctx)?);
         }
+        let began = std::time::Instant::now();
         let graph_outputs = self.inner.model.graph.outputs();
-        Ok(self.inner.plan.run_with(&refs, ctx, |step, ins, ctx| {
+        let out = self.inner.plan.run_with(&refs, ctx, |step, ins, ctx| {
             let dests: SmallVec<[Option<OutputBuffer>; 4]> = step
                 .outputs
                 .iter()
                 .map(|v| graph_outputs.iter().position(|o| o == v).and_then(|k| into.get(k).cloned().flatten()))
                 .collect();
-            step.run_into(ins, &dests, ctx)
-        })?)
+            match profiler {
+                Some(p) => p.partition(step.index, &self.inner.report.partitions[step.index], || {
+                    step.run_into(ins, &dests, ctx)
+                }),
+                None => step.run_into(ins, &dests, ctx),
+            }
+        });
+        if let Some(p) = profiler {
+            p.model_run(began, ctx.tag());
+        }
+        Ok(out?)
     }
 
     /// An I/O binding for this session ([`Binding`]).
