@@ -23,6 +23,27 @@ pub struct NodeInfo<'a> {
     pub consts: Vec<Option<Tensor>>,
     /// Types of its outputs as far as inference knows them.
     pub outputs: Vec<ValueType>,
+    /// What the node's graph attributes (If branches, Loop and Scan bodies) are compiled with.
+    pub scope: BodyScope,
+}
+
+/// What a node with graph attributes compiles its bodies with: the optimizer level of the
+/// partition it is in, and the outer values the bodies read that are known before running
+/// (a body's weights are often Constant nodes of the enclosing graph, sliced and concatenated
+/// there; known here, the body folds that work away and its kernels pack their weights once).
+#[derive(Clone, Debug)]
+pub struct BodyScope {
+    /// How much the optimizer rewrites the bodies.
+    pub level: crate::optimize::OptLevel,
+    /// For each of the node's implicit inputs, in order, its value when known before running.
+    pub outer_consts: Vec<Option<Tensor>>,
+}
+
+impl Default for BodyScope {
+    /// Bodies as written, nothing known of the outer scope (kernels built outside a partition).
+    fn default() -> BodyScope {
+        BodyScope { level: crate::optimize::OptLevel::Disabled, outer_consts: vec![] }
+    }
 }
 
 impl NodeInfo<'_> {

@@ -9,7 +9,7 @@ use vinort_ir::{Values, limits};
 use vinort_ir::exec::{Plan, PlanBuilder, Step};
 use vinort_ir::{
     Capability, CompiledPartition, Error, ExecutionProvider, Graph, Model, NodeIndex, PartitionDef, Result, RunContext,
-    Value, ValueId,
+    Tensor, Value, ValueId,
 };
 
 use crate::kernel::{Kernel, Registry};
@@ -153,6 +153,12 @@ pub fn compile_nodes(
 ) -> Result<Plan<KernelStep>> {
     let mut work = Work::new(graph, nodes, inputs, outputs);
     work.optimize(level);
+    compile_work(&work, inputs, outputs)
+}
+
+/// Compiles what the optimizer left of a partition or body into a plan.
+fn compile_work(work: &Work<'_>, inputs: &[ValueId], outputs: &[ValueId]) -> Result<Plan<KernelStep>> {
+    let graph = work.graph;
     let mut b = PlanBuilder::<ValueId, KernelStep>::new();
     for v in inputs {
         b.input(*v);
@@ -174,7 +180,7 @@ pub fn compile_nodes(
             constant(&mut b, *v);
         }
         let node = &it.node;
-        let kernel = build_item(&work, it)?;
+        let kernel = build_item(work, it)?;
         let step = KernelStep { kernel, node: node.name.clone(), op: node.qualified_op() };
         b.step(step, &reads, &node.outputs).map_err(|e| node.error(e.to_string()))?;
     }
@@ -339,18 +345,28 @@ pub struct SubgraphPlan {
 }
 
 impl SubgraphPlan {
-    /// Compiles a whole subgraph on the Cpu provider.
-    pub fn compile(g: &Arc<Graph>) -> Result<SubgraphPlan> {
+    /// Compiles a whole subgraph on the Cpu provider, rewritten as `level` allows. Outer values
+    /// for which `known` gives a value are constants of the body (folded with the rest, and no
+    /// longer among [`SubgraphPlan::outer_names`]); the others are read at run time.
+    pub fn compile(g: &Arc<Graph>, level: OptLevel, known: impl Fn(&str) -> Option<Tensor>) -> Result<SubgraphPlan> {
         let mut inputs: Vec<ValueId> = g.inputs().to_vec();
-        inputs.extend_from_slice(g.outer_refs());
-        // Bodies run as written: they are small, and run inside a kernel already optimized.
-        let plan = compile_nodes(g, g.topo_order(), &inputs, g.outputs(), OptLevel::Disabled)?;
-        Ok(SubgraphPlan {
-            plan,
-            num_inputs: g.inputs().len(),
-            num_outputs: g.outputs().len(),
-            outer_names: g.outer_refs().iter().map(|v| g.value(*v).name.clone()).collect(),
-        })
+        let mut consts = vec![];
+        let mut outer_names = vec![];
+        for &v in g.outer_refs() {
+            let name = &g.value(v).name;
+            match known(name) {
+                Some(t) => consts.push((v, t)),
+                None => {
+                    inputs.push(v);
+                    outer_names.push(name.clone());
+                }
+            }
+        }
+        let mut work = Work::new(g, g.topo_order(), &inputs, g.outputs());
+        work.consts.extend(consts);
+        work.optimize(level);
+        let plan = compile_work(&work, &inputs, g.outputs())?;
+        Ok(SubgraphPlan { plan, num_inputs: g.inputs().len(), num_outputs: g.outputs().len(), outer_names })
     }
 
     /// Runs with formal inputs followed by outer values.
@@ -416,5 +432,96 @@ mod tests {
             assert!(KERNEL_POOL.with_borrow(Option::is_some), "leaving a nested partition keeps the outer's pool");
         }
         assert!(KERNEL_POOL.with_borrow(Option::is_none), "leaving the partition clears it");
+    }
+
+    /// An If branch whose weights are a Constant of the enclosing graph, sliced and
+    /// concatenated in the branch (PyTorch's LSTM gate reordering in silero-vad): compiled in a
+    /// partition that optimizes, the branch folds that work into one constant, reads no outer
+    /// value at run time, and gives the same outputs as the branch run as written.
+    #[test]
+    fn branches_fold_what_they_compute_from_outer_constants() {
+        use vinort_ir::proto::build::{self, attr, fixed_tensor_info, node};
+        use vinort_ir::proto::prost::Message;
+        let w: Vec<f32> = (0..12).map(|i| i as f32 * 0.5 - 2.0).collect();
+        let mut weights = node("Constant", "w", &[], &["w"]);
+        weights.attribute.push(attr::floats("value_floats", &w));
+        let consts = [("s0", 0i64), ("s6", 6), ("s12", 12)].map(|(name, v)| {
+            let mut c = node("Constant", name, &[], &[name]);
+            c.attribute.push(attr::ints("value_ints", &[v]));
+            c
+        });
+        // then: x * concat(w[6..12], w[0..6]); else: x.
+        let then_branch = vinort_ir::proto::onnx::GraphProto {
+            name: Some("then".into()),
+            node: vec![
+                node("Slice", "hi", &["w", "s6", "s12"], &["hi"]),
+                node("Slice", "lo", &["w", "s0", "s6"], &["lo"]),
+                {
+                    let mut c = node("Concat", "cat", &["hi", "lo"], &["wr"]);
+                    c.attribute.push(attr::int("axis", 0));
+                    c
+                },
+                node("Mul", "mul", &["x", "wr"], &["then_y"]),
+            ],
+            output: vec![fixed_tensor_info("then_y", 1, &[12])],
+            ..Default::default()
+        };
+        let else_branch = vinort_ir::proto::onnx::GraphProto {
+            name: Some("else".into()),
+            node: vec![node("Identity", "id", &["x"], &["else_y"])],
+            output: vec![fixed_tensor_info("else_y", 1, &[12])],
+            ..Default::default()
+        };
+        let mut branch = node("If", "if", &["c"], &["y"]);
+        branch.attribute.push(attr::graph("then_branch", then_branch));
+        branch.attribute.push(attr::graph("else_branch", else_branch));
+        let mut nodes = vec![weights];
+        nodes.extend(consts);
+        nodes.push(branch);
+        let g = vinort_ir::proto::onnx::GraphProto {
+            name: Some("g".into()),
+            node: nodes,
+            input: vec![fixed_tensor_info("x", 1, &[12]), fixed_tensor_info("c", 9, &[])],
+            output: vec![fixed_tensor_info("y", 1, &[12])],
+            ..Default::default()
+        };
+        let model =
+            Model::from_bytes(build::model(9, &[("", 17)], g).encode_to_vec()).unwrap_or_else(|e| panic!("{e}"));
+        let graph = &model.graph;
+        let x: Vec<f32> = (0..12).map(|i| 1.0 + i as f32).collect();
+        let want: Vec<f32> = (0..12).map(|i| x[i] * w[(i + 6) % 12]).collect();
+        let inputs = [
+            Value::Tensor(Tensor::from_vec(&[12], x.clone()).unwrap_or_else(|e| panic!("{e}"))),
+            Value::Tensor(Tensor::scalar(true)),
+        ];
+        let refs: Vec<&Value> = inputs.iter().collect();
+        for level in [OptLevel::Disabled, OptLevel::All] {
+            let plan = compile_nodes(graph, graph.topo_order(), graph.inputs(), graph.outputs(), level)
+                .unwrap_or_else(|e| panic!("{e}"));
+            let out = plan.run(&refs, &RunContext::default()).unwrap_or_else(|e| panic!("{level:?}: {e}"));
+            let got = out[0].as_tensor().and_then(|t| t.to_vec::<f32>()).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(got, want, "{level:?}");
+        }
+        // The branch itself, compiled as the If kernel compiles it with `w` known or not.
+        let if_node = graph
+            .topo_order()
+            .iter()
+            .map(|n| graph.node(*n))
+            .find(|n| n.op_type == "If")
+            .unwrap_or_else(|| panic!("no If"));
+        let then_g = if_node.req_attr::<Arc<Graph>>("then_branch").unwrap_or_else(|e| panic!("{e}"));
+        let known = |name: &str| match name {
+            "w" => Tensor::from_vec(&[12], w.clone()).ok(),
+            "s0" => Some(Tensor::from_vec(&[1], vec![0i64]).ok()?),
+            "s6" => Some(Tensor::from_vec(&[1], vec![6i64]).ok()?),
+            "s12" => Some(Tensor::from_vec(&[1], vec![12i64]).ok()?),
+            _ => None,
+        };
+        let as_written = SubgraphPlan::compile(&then_g, OptLevel::Disabled, |_| None).unwrap_or_else(|e| panic!("{e}"));
+        let folded = SubgraphPlan::compile(&then_g, OptLevel::Extended, known).unwrap_or_else(|e| panic!("{e}"));
+        assert!(as_written.outer_names.contains(&"w".to_string()), "{:?}", as_written.outer_names);
+        assert_eq!(folded.outer_names, ["x"], "only x is read at run time");
+        assert_eq!(as_written.plan.steps().count(), 4);
+        assert_eq!(folded.plan.steps().count(), 1, "the slices and the concat fold into a constant");
     }
 }

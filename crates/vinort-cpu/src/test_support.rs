@@ -123,7 +123,8 @@ pub(crate) fn run_values(
             _ => None,
         })
         .collect();
-    let info = NodeInfo { node, inputs: inputs.iter().map(input_type).collect(), consts, outputs };
+    let info =
+        NodeInfo { node, inputs: inputs.iter().map(input_type).collect(), consts, outputs, scope: Default::default() };
     let kernel = factory(&info)?;
     let refs: Vec<Option<&Value>> = inputs.iter().map(Option::as_ref).collect();
     kernel.run(&refs, &RunContext::default())
@@ -173,6 +174,7 @@ pub(crate) fn compile(node: &Node, dtypes: &[DType]) -> Result<()> {
         inputs: dtypes.iter().map(|d| ValueType::Tensor(*d, None)).collect(),
         consts: vec![None; dtypes.len()],
         outputs: vec![ValueType::Unknown; node.outputs.len()],
+        scope: Default::default(),
     };
     let factory = registry().find(node).map_err(Error::unsupported)?;
     factory(&info).map(|_| ())

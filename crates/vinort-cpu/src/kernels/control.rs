@@ -29,20 +29,48 @@ fn if_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     let n = info.node;
     let then_g = n.req_attr::<Arc<Graph>>("then_branch")?;
     let else_g = n.req_attr::<Arc<Graph>>("else_branch")?;
-    let then_branch = SubgraphPlan::compile(&then_g).map_err(|e| Error::unsupported(format!("then_branch: {e}")))?;
-    let else_branch = SubgraphPlan::compile(&else_g).map_err(|e| Error::unsupported(format!("else_branch: {e}")))?;
+    // The IR lists implicit inputs sorted by name (see the loader); the facade and the Cpu plan
+    // pass them in that order after the explicit inputs.
+    let implicit = implicit_names(n);
+    let known = |name: &str| outer_const(info, &implicit, name);
+    let level = info.scope.level;
+    let then_branch =
+        SubgraphPlan::compile(&then_g, level, known).map_err(|e| Error::unsupported(format!("then_branch: {e}")))?;
+    let else_branch =
+        SubgraphPlan::compile(&else_g, level, known).map_err(|e| Error::unsupported(format!("else_branch: {e}")))?;
     if then_branch.num_inputs != 0 || else_branch.num_inputs != 0 {
         return Err(n.error("If branches take no inputs"));
     }
     if then_branch.num_outputs != else_branch.num_outputs {
         return Err(n.error("If branches have different numbers of outputs"));
     }
-    // The IR lists implicit inputs sorted by name (see the loader); the facade and the Cpu plan
-    // pass them in that order after the explicit inputs.
-    let mut implicit: Vec<String> = then_branch.outer_names.iter().chain(&else_branch.outer_names).cloned().collect();
+    Ok(Box::new(If { then_branch, else_branch, implicit }))
+}
+
+/// The names of the outer values a node's graph attributes read, sorted: the order of the
+/// node's implicit inputs (the loader gives the node the sorted union over all of its graph
+/// attributes; FlexAttention has two).
+fn implicit_names(node: &vinort_ir::Node) -> Vec<String> {
+    let mut implicit: Vec<String> = vec![];
+    for (_, a) in &node.attrs {
+        let graphs: &[Arc<Graph>] = match a {
+            Attr::Graph(g) => std::slice::from_ref(g),
+            Attr::Graphs(gs) => gs,
+            _ => continue,
+        };
+        for sub in graphs {
+            implicit.extend(sub.outer_refs().iter().map(|v| sub.value(*v).name.clone()));
+        }
+    }
     implicit.sort();
     implicit.dedup();
-    Ok(Box::new(If { then_branch, else_branch, implicit }))
+    implicit
+}
+
+/// The value of outer value `name` when it is known before running.
+fn outer_const(info: &NodeInfo<'_>, implicit: &[String], name: &str) -> Option<vinort_ir::Tensor> {
+    let pos = implicit.iter().position(|n| n == name)?;
+    info.scope.outer_consts.get(pos)?.clone()
 }
 
 impl Kernel for If {
@@ -96,22 +124,9 @@ impl Body {
     }
 
     fn compile_graph(info: &NodeInfo<'_>, attr: &str, g: &Arc<Graph>) -> Result<Body> {
-        let plan = SubgraphPlan::compile(g).map_err(|e| Error::unsupported(format!("{attr}: {e}")))?;
-        // The loader gives the node the sorted union of the outer values read by all of its
-        // graph attributes (FlexAttention has two), so positions are found in that union.
-        let mut implicit: Vec<String> = vec![];
-        for (_, a) in &info.node.attrs {
-            let graphs: &[Arc<Graph>] = match a {
-                Attr::Graph(g) => std::slice::from_ref(g),
-                Attr::Graphs(gs) => gs,
-                _ => continue,
-            };
-            for sub in graphs {
-                implicit.extend(sub.outer_refs().iter().map(|v| sub.value(*v).name.clone()));
-            }
-        }
-        implicit.sort();
-        implicit.dedup();
+        let implicit = implicit_names(info.node);
+        let plan = SubgraphPlan::compile(g, info.scope.level, |name| outer_const(info, &implicit, name))
+            .map_err(|e| Error::unsupported(format!("{attr}: {e}")))?;
         let outer_pos =
             plan.outer_names.iter().map(|n| implicit.iter().position(|m| m == n).unwrap_or(usize::MAX)).collect();
         let out_types = g

@@ -117,6 +117,8 @@ pub(crate) struct Work<'g> {
     /// Who reads and who makes each value, built on demand; [`Work::touch`] drops it after a
     /// pass changes the items.
     index: std::cell::OnceCell<Index>,
+    /// The level [`Work::optimize`] ran at (bodies of control-flow nodes are compiled with it).
+    level: OptLevel,
 }
 
 #[derive(Default)]
@@ -141,11 +143,13 @@ impl<'g> Work<'g> {
             fed: inputs.iter().copied().collect(),
             next_id: u32::try_from(graph.values().count()).unwrap_or(u32::MAX),
             index: std::cell::OnceCell::new(),
+            level: OptLevel::Disabled,
         }
     }
 
     /// Runs the passes `level` allows.
     pub fn optimize(&mut self, level: OptLevel) {
+        self.level = level;
         if level == OptLevel::Disabled {
             return;
         }
@@ -293,6 +297,12 @@ pub(crate) fn node_info<'a>(w: &Work<'_>, node: &'a Node) -> NodeInfo<'a> {
         // per build, instead of making the factory refuse the node.
         consts: node.inputs.iter().map(|v| v.and_then(|v| w.constant(v)).map(|t| t.to_aligned())).collect(),
         outputs: node.outputs.iter().map(ty).collect(),
+        scope: crate::kernel::BodyScope {
+            // Bodies get the partition's rewrites short of layout changes: their values cross
+            // the node's boundary in the plain layout every run.
+            level: w.level.min(OptLevel::Extended),
+            outer_consts: node.implicit_inputs.iter().map(|v| w.constant(*v).map(|t| t.to_aligned())).collect(),
+        },
     }
 }
 

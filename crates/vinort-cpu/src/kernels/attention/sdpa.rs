@@ -269,6 +269,7 @@ mod tests {
                 .collect(),
             consts: vec![None; inputs.len()],
             outputs: vec![ValueType::Unknown; node.outputs.len()],
+            scope: Default::default(),
         };
         let k = factory(&info)?;
         let vals: Vec<Option<Value>> = inputs.iter().map(|t| t.clone().map(Value::from)).collect();

@@ -162,6 +162,7 @@ fn base(info: &NodeInfo<'_>, op: &str, opset: i64, n: usize, f: Factory) -> Resu
         inputs: info.inputs.iter().take(n).cloned().collect(),
         consts: info.consts.iter().take(n).cloned().collect(),
         outputs: vec![ValueType::Unknown],
+        scope: Default::default(),
     };
     f(&inner)
 }

@@ -36,7 +36,13 @@ fn factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     node.domain = String::new();
     node.opset = 23;
     node.attrs.retain(|(k, _)| matches!(k.as_str(), "interleaved" | "num_heads" | "rotary_embedding_dim"));
-    let inner = NodeInfo { node: &node, inputs: vec![], consts: vec![], outputs: vec![ValueType::Unknown] };
+    let inner = NodeInfo {
+        node: &node,
+        inputs: vec![],
+        consts: vec![],
+        outputs: vec![ValueType::Unknown],
+        scope: Default::default(),
+    };
     rotary::factory(&inner)?;
     Ok(Box::new(MsRotary { node, num_heads, dim }))
 }
@@ -73,7 +79,13 @@ impl Kernel for MsRotary {
             }
             node.attrs.push(("num_heads".into(), Attr::Int((hidden / head) as i64)));
         }
-        let info = NodeInfo { node: &node, inputs: vec![], consts: vec![], outputs: vec![ValueType::Unknown] };
+        let info = NodeInfo {
+            node: &node,
+            inputs: vec![],
+            consts: vec![],
+            outputs: vec![ValueType::Unknown],
+            scope: Default::default(),
+        };
         let kernel = rotary::factory(&info)?;
         let ids = Value::Tensor(Tensor::from_vec(&[b, s], ids)?);
         kernel.run(&[inputs[0], inputs[2], inputs[3], Some(&ids)], ctx)

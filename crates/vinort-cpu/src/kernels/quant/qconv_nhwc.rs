@@ -710,6 +710,7 @@ mod tests {
                 inputs: nhwc_inputs.iter().map(|t| t.as_ref().map_or(ValueType::Unknown, |t| ValueType::tensor(t.dtype(), t.shape()))).collect(),
                 consts: nhwc_inputs.iter().enumerate().map(|(i, t)| if i == 0 { None } else { t.clone() }).collect(),
                 outputs: vec![ValueType::Unknown],
+                scope: Default::default(),
             };
             let mut kernel = NhwcConv::new(&info).unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("not prepared"));
             let xv = Value::Tensor(nhwc_inputs[0].clone().unwrap_or_else(|| unreachable!()));

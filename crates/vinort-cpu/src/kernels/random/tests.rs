@@ -16,6 +16,7 @@ fn compile(node: &Node, inputs: &[&Tensor]) -> Box<dyn Kernel> {
         inputs: inputs.iter().map(|t| ValueType::tensor(t.dtype(), t.shape())).collect(),
         consts: vec![None; inputs.len()],
         outputs: vec![ValueType::Unknown; node.outputs.len()],
+        scope: Default::default(),
     };
     factory(&info).expect("compiles")
 }
