@@ -243,6 +243,11 @@ fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         return Err(bad_dtype("Pow exponent", db));
     }
     match (da, db) {
+        // A squared term (x², as in a magnitude or a variance): one product, correctly rounded,
+        // where powf costs a call per element.
+        (DType::F32, DType::F32) if b.len() == 1 && b.to_aligned().as_slice::<f32>()? == [2.0] => {
+            binary_map::<f32, f32, f32>(a, b, |x, _| x * x)
+        }
         (DType::F32, DType::F32) => binary_map::<f32, f32, f32>(a, b, f32::powf),
         (DType::F64, DType::F64) => binary_map::<f64, f64, f64>(a, b, f64::powf),
         (DType::F16, DType::F16) | (DType::BF16, DType::BF16) | (DType::F16 | DType::BF16, DType::F32) => {
