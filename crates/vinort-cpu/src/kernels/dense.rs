@@ -219,8 +219,21 @@ impl<T: GemmElem> Gemv<'_, T> {
     fn block(&self, j0: usize, out: &mut [T]) {
         let (a, b, k, scale) = (self.a, self.b, self.a.len(), self.scale);
         if b.rs == 1 {
-            for (j, y) in (j0..).zip(out.iter_mut()) {
-                let v = scale * dot(a, &b.data[j * b.cs..j * b.cs + k]);
+            // Four outputs at a time: `a` is loaded once for four independent sums (one alone
+            // waits on its own additions), each summed exactly as `dot` sums it.
+            let col = |j: usize| &b.data[j * b.cs..j * b.cs + k];
+            let mut quads = out.chunks_exact_mut(4);
+            let mut j = j0;
+            for ys in &mut quads {
+                let sums = dots(a, &[col(j), col(j + 1), col(j + 2), col(j + 3)]);
+                for (y, v) in ys.iter_mut().zip(sums) {
+                    let v = scale * v;
+                    *y = if self.accumulate { *y + v } else { v };
+                }
+                j += 4;
+            }
+            for (j, y) in (j..).zip(quads.into_remainder()) {
+                let v = scale * dot(a, col(j));
                 *y = if self.accumulate { *y + v } else { v };
             }
             return;
