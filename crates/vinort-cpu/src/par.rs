@@ -33,3 +33,34 @@ pub(crate) const MACS: usize = 1 << 16;
 /// Row × tree visits of a tree ensemble: one visit walks a whole root-to-leaf path (a dozen
 /// dependent loads and compares), so fewer of them pay for a hand-off.
 pub(crate) const TREE_VISITS: usize = 1 << 14;
+
+thread_local! {
+    /// Set while this thread runs a one-thread partition's plan itself (see [`Serial`]).
+    static SERIAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// True while the calling thread runs the plan of a partition asked to use one thread, on its
+/// own: kernels then keep their work on this thread instead of handing parts to rayon, whose
+/// pool here is the process-wide one (the partition's own pool has only this run's one
+/// thread's worth of work to give). Checked by the shared loops every small-model kernel goes
+/// through (products, convolutions, elementwise maps, normalisations, reductions, recurrent
+/// directions); a kernel that does not check still computes the same values, on more threads.
+pub(crate) fn serial() -> bool {
+    SERIAL.get()
+}
+
+/// Marks this thread as running a one-thread plan ([`serial`]) until dropped, restoring what
+/// was there (plans nest through control-flow bodies).
+pub(crate) struct Serial(bool);
+
+impl Serial {
+    pub(crate) fn enter() -> Serial {
+        Serial(SERIAL.replace(true))
+    }
+}
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        SERIAL.set(self.0);
+    }
+}

@@ -261,6 +261,14 @@ impl CompiledPartition for CpuPartition {
             // Already inside the pool (a control-flow body, or a kernel of a caller's plan).
             return run();
         }
+        if self.pool.as_ref().is_some_and(|p| p.threads.current_num_threads() == 1) {
+            // One thread asked for: it is the caller's, as ONNX Runtime runs such a session.
+            // Handing the run to the pool's one worker costs two wake-ups, and more when other
+            // threads spin on the same cores (OpenVINO's TBB workers, a BLAS): measured from
+            // Python beside an OpenVINO session, 100 µs for a 27 µs plan.
+            let _serial = crate::par::Serial::enter();
+            return run();
+        }
         let inline = self.placement.inline();
         let started = std::time::Instant::now();
         let out = if inline { run() } else { self.run_hosted(run) };
@@ -403,6 +411,47 @@ mod tests {
         );
         p.record(false, Duration::from_millis(1));
         assert!((0..REMEASURE_EVERY * 2).all(|_| !p.inline()), "long runs are always hosted");
+    }
+
+    /// A partition asked for one thread runs on the caller's thread with kernels kept on it
+    /// (`par::serial`); one of two threads hands its first run to its pool, never serial.
+    #[test]
+    fn one_thread_partitions_run_on_the_callers_thread() {
+        type Seen = std::sync::Mutex<Vec<(std::thread::ThreadId, bool)>>;
+        struct Probe(Arc<Seen>);
+        impl Kernel for Probe {
+            fn run(&self, _: &[Option<&Value>], _: &RunContext) -> Result<Values> {
+                if let Ok(mut seen) = self.0.lock() {
+                    seen.push((std::thread::current().id(), crate::par::serial()));
+                }
+                Ok(smallvec::smallvec![Value::Tensor(Tensor::scalar(1f32))])
+            }
+        }
+        for threads in [1, 2] {
+            let seen = Arc::new(Seen::default());
+            let mut b = PlanBuilder::<ValueId, KernelStep>::new();
+            let step = KernelStep { kernel: Box::new(Probe(seen.clone())), node: "probe".into(), op: "Probe".into() };
+            b.step(step, &[], &[Some(ValueId(0))]).unwrap_or_else(|e| panic!("{e}"));
+            b.output(ValueId(0)).unwrap_or_else(|e| panic!("{e}"));
+            let part = CpuPartition {
+                plan: b.build(),
+                pool: Some(pool_of(threads).unwrap_or_else(|e| panic!("{e}"))),
+                placement: Placement::default(),
+            };
+            for _ in 0..3 {
+                part.run(&[], &RunContext::default()).unwrap_or_else(|e| panic!("{e}"));
+            }
+            let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+            let here = std::thread::current().id();
+            assert_eq!(seen.len(), 3);
+            if threads == 1 {
+                assert!(seen.iter().all(|(t, serial)| *t == here && *serial), "{seen:?}");
+            } else {
+                // The first run is hosted on the pool (later short ones may be measured inline).
+                assert!(seen[0].0 != here && seen.iter().all(|(_, serial)| !*serial), "{seen:?}");
+            }
+        }
+        assert!(!crate::par::serial(), "the mark ends with the run");
     }
 
     #[test]

@@ -107,7 +107,7 @@ pub(crate) fn matmul_into<T: GemmElem>(
     if n <= THIN_COLS && thin((m, n, k), a, b, (c, ldc), accumulate, scale, parallel) {
         return Ok(());
     }
-    let par = if parallel { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
+    let par = if parallel && !par::serial() { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
     let (ldc, a_rs, a_cs, b_rs, b_cs) = (stride(ldc)?, stride(a.rs)?, stride(a.cs)?, stride(b.rs)?, stride(b.cs)?);
     // SAFETY: `T` is f32 or f64 (sealed `GemmElem`), which `gemm` supports. Every index gemm forms
     // is `i * rs + j * cs` with i, j below the matrix extents; `span` checked above that the
@@ -182,7 +182,7 @@ fn gemv<T: GemmElem>(
         }
         job.block(j0, out)
     };
-    if parallel && n.saturating_mul(k) >= par::MACS && n >= 2 * LANES {
+    if parallel && !par::serial() && n.saturating_mul(k) >= par::MACS && n >= 2 * LANES {
         let per = n.div_ceil(4 * rayon::current_num_threads()).next_multiple_of(LANES);
         c.par_chunks_mut(per).enumerate().for_each(|(t, out)| block(t * per, out));
     } else {
@@ -327,7 +327,12 @@ fn thin<T: GemmElem>(
     };
     let c = &mut c[..(m - 1) * ldc + n];
     let threads = rayon::current_num_threads();
-    if parallel && threads > 1 && m.saturating_mul(n).saturating_mul(k) >= par::MACS && m >= 2 * threads {
+    if parallel
+        && !par::serial()
+        && threads > 1
+        && m.saturating_mul(n).saturating_mul(k) >= par::MACS
+        && m >= 2 * threads
+    {
         let per = m.div_ceil(threads);
         c.par_chunks_mut(per * ldc).enumerate().for_each(|(t, out)| rows(t * per, out));
     } else {

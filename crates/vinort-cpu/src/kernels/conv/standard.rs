@@ -113,7 +113,7 @@ fn for_each_task<T: Real>(
         return Ok(());
     }
     let chunk = out.len() / tasks;
-    if tasks > 1 && tasks >= rayon::current_num_threads() {
+    if tasks > 1 && !crate::par::serial() && tasks >= rayon::current_num_threads() {
         out.par_chunks_mut(chunk).enumerate().try_for_each(|(t, y)| with_scratch(|col| task(t, y, col, false)))
     } else {
         with_scratch(|col| out.chunks_mut(chunk).enumerate().try_for_each(|(t, y)| task(t, y, col, true)))

@@ -186,7 +186,7 @@ impl<const N: usize> Broadcast<N> {
     /// Runs `fill(start, out_chunk)` over `out` (the output buffer, `len()` long), in parallel
     /// chunks when the output is large enough to pay for it.
     pub fn fill_par<O: Send>(&self, out: &mut [O], fill: impl Fn(usize, &mut [O]) + Sync) {
-        if out.len() >= par::ELEMENTWISE {
+        if out.len() >= par::ELEMENTWISE && !par::serial() {
             out.par_chunks_mut(par::ELEMENTWISE_CHUNK)
                 .enumerate()
                 .for_each(|(i, c)| fill(i * par::ELEMENTWISE_CHUNK, c));
@@ -280,7 +280,7 @@ pub fn unary_slices<I: Copy + Sync, O: Send>(x: &[I], out: &mut [O], f: impl Fn(
             *o = f(*v);
         }
     };
-    if out.len() >= par::ELEMENTWISE {
+    if out.len() >= par::ELEMENTWISE && !par::serial() {
         out.par_chunks_mut(par::ELEMENTWISE_CHUNK)
             .zip(x.par_chunks(par::ELEMENTWISE_CHUNK))
             .for_each(|(o, x)| run(x, o));

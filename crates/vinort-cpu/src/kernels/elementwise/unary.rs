@@ -302,7 +302,7 @@ fn vmap(x: &Tensor, f: Fun) -> Result<Tensor> {
     let x = x.to_aligned();
     let xs = x.as_slice::<f32>()?;
     Ok(Tensor::build::<f32>(x.shape(), |out| {
-        if out.len() >= crate::par::ELEMENTWISE {
+        if out.len() >= crate::par::ELEMENTWISE && !crate::par::serial() {
             let chunk = crate::par::ELEMENTWISE_CHUNK;
             out.par_chunks_mut(chunk).zip(xs.par_chunks(chunk)).for_each(|(o, x)| crate::vmath::apply_into(f, x, o));
         } else {

@@ -126,7 +126,7 @@ impl MatMulPlan {
             matmul_into((m, n, k), View::rows(a, k), View::rows(b, n), chunk, n, false, T::ONE, par)
         };
         let pairs = self.a_offs.iter().zip(&self.b_offs);
-        if self.batches() >= rayon::current_num_threads() && self.batches() > 1 {
+        if self.batches() >= rayon::current_num_threads() && self.batches() > 1 && !crate::par::serial() {
             out.par_chunks_mut(m * n)
                 .enumerate()
                 .try_for_each(|(i, chunk)| job((chunk, (&self.a_offs[i], &self.b_offs[i])), false))
@@ -178,7 +178,7 @@ impl MatMulPlan {
                 }
                 return out.chunks_mut(m * n).enumerate().try_for_each(|(i, c)| job(i, c, &p));
             }
-            if self.batches() >= rayon::current_num_threads() && self.batches() > 1 {
+            if self.batches() >= rayon::current_num_threads() && self.batches() > 1 && !crate::par::serial() {
                 out.par_chunks_mut(m * n).enumerate().try_for_each(|(i, c)| job(i, c, &pack(self.b_offs[i])?))
             } else {
                 out.chunks_mut(m * n).enumerate().try_for_each(|(i, c)| job(i, c, &pack(self.b_offs[i])?))

@@ -176,7 +176,7 @@ where
     let rows = out.len() / orow;
     let work = xrow.max(orow);
     let row_x = |r: usize| x.get(r * xrow..(r + 1) * xrow).unwrap_or(&[]);
-    if rows * work < par::ELEMENTS || rows < 2 {
+    if rows * work < par::ELEMENTS || rows < 2 || par::serial() {
         for (r, o) in out.chunks_exact_mut(orow).enumerate() {
             f(r, row_x(r), o);
         }

@@ -179,7 +179,7 @@ fn fold_row<T: RElem, F: Fold<T::A>>(f: &F, s: F::S, x: &[T]) -> F::S {
 
 /// Everything reduced: split the input across threads and merge the partial states.
 fn fold_all<T: RElem, F: Fold<T::A>>(f: &F, x: &[T]) -> F::S {
-    if x.len() < PAR_MIN {
+    if x.len() < PAR_MIN || crate::par::serial() {
         return fold_row(f, f.init(), x);
     }
     x.par_chunks(GRAIN * 4).map(|c| fold_row(f, f.init(), c)).reduce(|| f.init(), |a, b| f.merge(a, b))
@@ -205,7 +205,7 @@ fn fold_runs<T: RElem, F: Fold<T::A>>(f: &F, x: &[T], cd: &[usize], red: &[bool]
     let geo = Runs { cd, red, istride: &istride, ostride: &ostride, split: j };
     let piece = ostride[j];
     let work_per_index = x.len() / cd[j];
-    if x.len() < PAR_MIN || cd[j] < 2 {
+    if x.len() < PAR_MIN || cd[j] < 2 || crate::par::serial() {
         geo.fold(f, x, 0, cd[j], acc);
         return;
     }

@@ -382,7 +382,7 @@ impl Recurrent {
             self.run_direction(dims, &x, lens.as_deref(), &input)
         };
         let work = seq.saturating_mul(batch).saturating_mul(gh).saturating_mul(input + hidden);
-        let outs: Vec<DirOutput<T>> = if dirs == 2 && work >= PAR_MIN_DIR {
+        let outs: Vec<DirOutput<T>> = if dirs == 2 && work >= PAR_MIN_DIR && !crate::par::serial() {
             let (f, b) = rayon::join(|| run(0), || run(1));
             vec![f?, b?]
         } else {
