@@ -46,7 +46,18 @@ impl Default for BodyScope {
     }
 }
 
-impl NodeInfo<'_> {
+impl<'a> NodeInfo<'a> {
+    /// A node with nothing known of its values (kernels built outside a partition).
+    pub fn bare(node: &'a Node) -> NodeInfo<'a> {
+        NodeInfo {
+            node,
+            inputs: vec![],
+            consts: vec![],
+            outputs: vec![ValueType::Unknown; node.outputs.len()],
+            scope: BodyScope::default(),
+        }
+    }
+
     /// Constant value of input `i`, if known at compile time.
     pub fn const_input(&self, i: usize) -> Option<&Tensor> {
         self.consts.get(i)?.as_ref()

@@ -6,7 +6,7 @@
 //! not used by ONNX Runtime's CPU kernel either. Runs on [`crate::kernels::attention::rotary`].
 
 use vinort_ir::Values;
-use vinort_ir::{Attr, DType, Error, Result, RunContext, Tensor, Value, ValueType};
+use vinort_ir::{Attr, DType, Error, Result, RunContext, Tensor, Value};
 
 use super::{FLOATS, check_types};
 use crate::kernel::{Kernel, NodeInfo, Registry, tensor_in};
@@ -36,13 +36,7 @@ fn factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     node.domain = String::new();
     node.opset = 23;
     node.attrs.retain(|(k, _)| matches!(k.as_str(), "interleaved" | "num_heads" | "rotary_embedding_dim"));
-    let inner = NodeInfo {
-        node: &node,
-        inputs: vec![],
-        consts: vec![],
-        outputs: vec![ValueType::Unknown],
-        scope: Default::default(),
-    };
+    let inner = NodeInfo::bare(&node);
     rotary::factory(&inner)?;
     Ok(Box::new(MsRotary { node, num_heads, dim }))
 }
@@ -79,13 +73,7 @@ impl Kernel for MsRotary {
             }
             node.attrs.push(("num_heads".into(), Attr::Int((hidden / head) as i64)));
         }
-        let info = NodeInfo {
-            node: &node,
-            inputs: vec![],
-            consts: vec![],
-            outputs: vec![ValueType::Unknown],
-            scope: Default::default(),
-        };
+        let info = NodeInfo::bare(&node);
         let kernel = rotary::factory(&info)?;
         let ids = Value::Tensor(Tensor::from_vec(&[b, s], ids)?);
         kernel.run(&[inputs[0], inputs[2], inputs[3], Some(&ids)], ctx)

@@ -206,13 +206,7 @@ fn shape_size_constant() {
     let mut r = Registry::default();
     super::register(&mut r);
     let node = ts::op("Constant", 13).attrs([("value", Attr::Tensor(c.clone()))]).build();
-    let info = NodeInfo {
-        node: &node,
-        inputs: vec![],
-        consts: vec![],
-        outputs: vec![ValueType::Unknown],
-        scope: Default::default(),
-    };
+    let info = NodeInfo::bare(&node);
     let k = r.find(&node).unwrap()(&info).unwrap();
     let a = k.run(&[], &RunContext::default()).unwrap()[0].as_tensor().unwrap().clone();
     let b = k.run(&[], &RunContext::default()).unwrap()[0].as_tensor().unwrap().clone();
