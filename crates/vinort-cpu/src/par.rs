@@ -49,6 +49,12 @@ pub(crate) fn serial() -> bool {
     SERIAL.get()
 }
 
+/// True when work of `units` (of the kind `threshold` counts) goes to rayon: it reaches the
+/// threshold and this thread is not running a one-thread plan ([`serial`]).
+pub(crate) fn worth(units: usize, threshold: usize) -> bool {
+    units >= threshold && !serial()
+}
+
 /// Marks this thread as running a one-thread plan ([`serial`]) until dropped, restoring what
 /// was there (plans nest through control-flow bodies).
 pub(crate) struct Serial(bool);

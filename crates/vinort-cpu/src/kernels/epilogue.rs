@@ -3,11 +3,12 @@
 //! still in cache, before the output tensor is sealed. That spares one pass over memory and one
 //! buffer per fused op.
 //!
-//! The chain is `y = act(((y · scale) + bias) + z)`, each part optional, in the order the
-//! unfused graph computes it: a scale over the last axis (an integer product's Cast to float
-//! times its scales, for MatMulInteger), a bias over the last axis (MatMul + Add of a constant
-//! `[N]`), a residual `z` of the output's own shape (an Add of another value), then one
-//! activation. Every formula is the
+//! The chain is `y = clamp(act(((y · scale) + bias) + z))`, each part optional, in the order
+//! the unfused graph computes it: a scale over the last axis (an integer product's Cast to
+//! float times its scales, for MatMulInteger), a bias over the last axis (MatMul + Add of a
+//! constant `[N]`), a residual `z` of the output's own shape (an Add of another value), one
+//! activation, then a clamp by constants (a Max or Min with a scalar, or a Clip, after the
+//! activation: Keras exports write a bounded LeakyRelu as LeakyRelu then Max). Every formula is the
 //! one the unfused op's kernel uses (`elementwise::unary`, Clip's comparisons, Add's `+`), in
 //! f32, so the fused result is bit-for-bit the unfused one. Only f32 outputs are fused.
 
@@ -77,14 +78,47 @@ pub(crate) struct Epilogue {
     pub bias: Option<Tensor>,
     /// Input index of a residual of the output's shape, added after the bias.
     pub residual: Option<usize>,
-    /// The activation, last.
+    /// The activation.
     pub act: Option<Act>,
+    /// `[lo, hi]` applied after the activation as Clip does (`v < lo ? lo : v`, then
+    /// `v > hi ? hi : v`, NaN passing), last.
+    pub clamp: Option<[f32; 2]>,
 }
 
 impl Epilogue {
     /// True when there is nothing to apply.
     pub fn is_empty(&self) -> bool {
-        self.scale.is_none() && self.bias.is_none() && self.residual.is_none() && self.act.is_none()
+        self.scale.is_none()
+            && self.bias.is_none()
+            && self.residual.is_none()
+            && self.act.is_none()
+            && self.clamp.is_none()
+    }
+
+    /// The activation and the clamp after it as one clamp a kernel can apply while it stores,
+    /// when both are clamps (or absent, but not both absent).
+    pub fn store_clamp(&self) -> Option<[f32; 2]> {
+        match (self.act, self.clamp) {
+            (None, None) => None,
+            (None, Some(c)) => Some(c),
+            (Some(a), None) => a.clamp(),
+            (Some(_), Some(_)) => None,
+        }
+    }
+
+    /// The activation then the clamp, in place, for a kernel that stored without them.
+    pub fn activate(&self, y: &mut [f32]) {
+        if let Some(a) = self.act {
+            a.apply(y);
+        }
+        self.clamp_after(y);
+    }
+
+    /// The clamp alone, for a kernel that applied the activation as it stored.
+    pub fn clamp_after(&self, y: &mut [f32]) {
+        if let Some([lo, hi]) = self.clamp {
+            vmath::apply_in_place(Fun::Clip(lo, hi), y);
+        }
     }
 
     /// The run-time operands of the chain among a kernel's inputs, checked against an output
@@ -135,9 +169,7 @@ impl Epilogue {
             let z = z.get(offset..offset + y.len()).ok_or_else(|| Error::invalid("fused residual is too short"))?;
             y.iter_mut().zip(z).for_each(|(v, z)| *v += *z);
         }
-        if let Some(a) = self.act {
-            a.apply(y);
-        }
+        self.activate(y);
         Ok(())
     }
 }

@@ -240,9 +240,30 @@ fn activation(w: &Work<'_>, n: &Node) -> Option<Act> {
     })
 }
 
+/// `[lo, hi]` when `n` clamps `v` by constants and keeps its shape: a Max (lower bound) or Min
+/// (upper bound) of `v` and a scalar that is not NaN (of rank at most `v`'s, so nothing
+/// broadcasts), or, after an activation, a Clip. For a non-NaN bound Max and Min give what
+/// Clip's comparisons give (NaN passes either way; they differ only in the sign of a zero
+/// equal to the bound).
+fn clamp_after(w: &Work<'_>, n: &Node, v: ValueId, after_act: bool) -> Option<[f32; 2]> {
+    out1(n)?;
+    let rank = w.ty(v).tensor_shape()?.len();
+    if let Some(b) = other(n, v).flatten().filter(|b| *b != v)
+        && (onnx(n, "Max") || onnx(n, "Min"))
+        && w.constant(b)?.rank() <= rank
+        && let Some(c) = const_scalar(w, Some(b)).filter(|c| !c.is_nan())
+    {
+        return Some(if n.is("Max") { [c, f32::INFINITY] } else { [f32::NEG_INFINITY, c] });
+    }
+    match activation(w, n) {
+        Some(Act::Clip(lo, hi)) if after_act && n.inputs.first() == Some(&Some(v)) => Some([lo, hi]),
+        _ => None,
+    }
+}
+
 /// Fuses what follows each f32 Conv, Gemm and MatMul into it: for MatMul an Add of a
-/// constant `[N]` bias, then an Add of a residual of the output's shape, then one activation.
-/// A MatMulInteger by a constant B takes its Cast to float and Mul by the scales first, then
+/// constant `[N]` bias, then an Add of a residual of the output's shape, then one activation,
+/// then a clamp by constants ([`clamp_after`]). A MatMulInteger by a constant B takes its Cast to float and Mul by the scales first, then
 /// the same chain.
 pub(crate) fn epilogues(w: &mut Work<'_>) {
     for i in 0..w.items.len() {
@@ -259,7 +280,8 @@ fn epilogue_at(w: &Work<'_>, i: usize) -> Option<(Vec<usize>, usize, Item)> {
     let y = out1(n)?;
     let int = op == "MatMulInteger";
     // A MatMulInteger the QDQ pass scaled already takes the rest of the chain.
-    let scaled = int && it.epi.scale.is_some() && it.epi.residual.is_none() && it.epi.act.is_none();
+    let scaled =
+        int && it.epi.scale.is_some() && it.epi.residual.is_none() && it.epi.act.is_none() && it.epi.clamp.is_none();
     if (!it.epi.is_empty() && !scaled) || !n.implicit_inputs.is_empty() {
         return None;
     }
@@ -339,6 +361,15 @@ fn epilogue_at(w: &Work<'_>, i: usize) -> Option<(Vec<usize>, usize, Item)> {
         && let Some(act) = activation(w, &next.node)
     {
         epi.act = Some(act);
+        (cur, last) = (out1(&next.node)?, r);
+        gone.push(r);
+    }
+    if let Some(r) = w.sole_reader(cur)
+        && let Some(next) = w.item(r)
+        && next.epi.is_empty()
+        && let Some(clamp) = clamp_after(w, &next.node, cur, epi.act.is_some())
+    {
+        epi.clamp = Some(clamp);
         (cur, last) = (out1(&next.node)?, r);
         gone.push(r);
     }

@@ -18,7 +18,8 @@
 //!   Erf, Add 1, Mul x, Mul ½) becomes one Gelu.
 //! - [`fuse::epilogues`] (Extended): Conv, Gemm and MatMul absorb what follows them: a bias
 //!   Add, a residual Add, and one activation (Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid,
-//!   HardSwish, Tanh, Gelu), applied to the product before its output is sealed
+//!   HardSwish, Tanh, Gelu), then a clamp by constants (Max or Min with a scalar, or a Clip
+//!   after the activation), applied to the product before its output is sealed
 //!   ([`crate::kernels::epilogue`]); a MatMulInteger by constant weights (dynamic
 //!   quantization's) absorbs its Cast to float and Mul by the scales, then the same chain.
 //!

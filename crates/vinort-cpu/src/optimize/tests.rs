@@ -149,6 +149,62 @@ proptest! {
         assert_same(&off[0], &on[0]);
     }
 
+    /// A Max or Min by a scalar (of any rank up to the product's) after a Conv or MatMul, with or
+    /// without an activation between, or a Clip after one: fused into the product at Extended
+    /// (and the Conv blocked at All), bit for bit, NaN passing as unfused; a scalar of higher
+    /// rank, which broadcasts the output up, stays a node of its own.
+    #[test]
+    fn clamps_after_products_are_exact(seed in any::<u64>(), act in proptest::option::of(0usize..8),
+                                       clamp in 0usize..3, scalar_rank in 0usize..6, conv in any::<bool>(),
+                                       c in 1usize..20, h in 2usize..7) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let (xshape, full, wshape): (Vec<usize>, Vec<usize>, Vec<usize>) = if conv {
+            (vec![1, c, h, h], vec![1, 17, h, h], vec![17, c, 3, 3])
+        } else {
+            (vec![h, c], vec![h, 5], vec![c, 5])
+        };
+        let mut x: Vec<f32> = f32s(&random(&mut rng, &xshape, 2.0)).into_iter().map(|v| v as f32).collect();
+        x[0] = f32::NAN;
+        let x = Tensor::from_vec(&xshape, x).unwrap_or_else(|e| panic!("{e}"));
+        let mut nodes = vec![if conv {
+            onnx::NodeProto { attribute: conv_attrs(3, 1, 1), ..node("Conv", "p", &["x", "w"], &["p"]) }
+        } else {
+            node("MatMul", "p", &["x", "w"], &["p"])
+        }];
+        let mut inits = vec![("w", random(&mut rng, &wshape, 1.0))];
+        let pre = match act {
+            Some(a) => {
+                let (n, extra) = activation(a, "p", "a");
+                nodes.push(n);
+                inits.extend(extra);
+                "a"
+            }
+            None => "p",
+        };
+        let bound = rng.random_range(-0.6f32..0.6);
+        nodes.push(match clamp {
+            0 => node("Max", "clamp", &["k", pre], &["y"]),
+            1 => node("Min", "clamp", &[pre, "k"], &["y"]),
+            _ => node("Clip", "clamp", &[pre, "clo", "chi"], &["y"]),
+        });
+        let k = Tensor::from_vec(&vec![1; scalar_rank], vec![bound]).unwrap_or_else(|e| panic!("{e}"));
+        inits.extend([("k", k), ("clo", Tensor::scalar(-bound.abs())), ("chi", Tensor::scalar(bound.abs() + 0.1))]);
+        let fused = clamp == 2 || scalar_rank <= full.len();
+        let out: Vec<usize> = std::iter::repeat_n(1, if fused { 0 } else { scalar_rank - full.len() }).chain(full).collect();
+        let md = model(nodes, &[("x", &xshape)], &[("y", &out)], &inits);
+        let (off, on, _, _) = both_at(&md, std::slice::from_ref(&x), OptLevel::Extended);
+        assert_same(&off[0], &on[0]);
+        // Blocked, the sums run in another order: within their rounding, NaN where unfused.
+        let (off, on, _, _) = both_at(&md, std::slice::from_ref(&x), OptLevel::All);
+        for (o, f) in f32s(&on[0]).iter().zip(&f32s(&off[0])) {
+            prop_assert!(o.is_nan() == f.is_nan() && (f.is_nan() || (o - f).abs() <= 1e-5 + 1e-5 * f.abs()), "{o} vs {f}");
+        }
+        let g = &md.graph;
+        let plan = compile_nodes(g, g.topo_order(), g.inputs(), g.outputs(), OptLevel::Extended).unwrap_or_else(|e| panic!("{e}"));
+        let ops: Vec<String> = plan.steps().map(|s| s.op().to_string()).collect();
+        prop_assert_eq!(ops.len(), if fused { 1 } else { 2 }, "{:?}", ops);
+    }
+
     /// MatMul by a constant + bias Add + residual Add + activation, A of rank 2 or 3.
     #[test]
     fn matmul_epilogues_are_exact(seed in any::<u64>(), act in 0usize..8, rank3 in any::<bool>(),

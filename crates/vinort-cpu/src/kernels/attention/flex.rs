@@ -129,7 +129,7 @@ fn per_head(out: &mut [f64], chunk: usize, work: usize, f: impl Fn(usize, &mut [
     if chunk == 0 {
         return;
     }
-    if work < crate::par::MACS {
+    if !crate::par::worth(work, crate::par::MACS) {
         out.chunks_mut(chunk).enumerate().for_each(|(bh, o)| f(bh, o));
     } else {
         out.par_chunks_mut(chunk).enumerate().for_each(|(bh, o)| f(bh, o));
@@ -206,7 +206,7 @@ impl Kernel for FlexAttention {
                     softmax(w, c);
                 }
             };
-            if probs.len() < crate::par::ELEMENTS {
+            if !crate::par::worth(probs.len(), crate::par::ELEMENTS) {
                 probs.chunks_mut(s).for_each(row);
             } else {
                 probs.par_chunks_mut(s).for_each(row);

@@ -200,7 +200,7 @@ impl Kernel for Attention {
             want_qk: self.want[3],
         };
         let work = b * hq * sq * tot * (d + dv);
-        let heads: Vec<(Vec<f64>, Vec<f64>)> = if work < 1 << 15 {
+        let heads: Vec<(Vec<f64>, Vec<f64>)> = if !crate::par::worth(work, 1 << 15) {
             (0..b * hq).map(|bh| job.head(bh)).collect()
         } else {
             (0..b * hq).into_par_iter().map(|bh| job.head(bh)).collect()

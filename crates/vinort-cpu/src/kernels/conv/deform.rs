@@ -262,7 +262,7 @@ impl DeformConv {
         if plane == 0 {
             return;
         }
-        if cols.len() >= crate::par::ELEMENTS {
+        if crate::par::worth(cols.len(), crate::par::ELEMENTS) {
             cols.par_chunks_mut(plane).enumerate().for_each(fill);
         } else {
             cols.chunks_mut(plane).enumerate().for_each(fill);

@@ -36,7 +36,7 @@ use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use crate::kernel::{Kernel, NodeInfo, tensor_in};
-use crate::kernels::epilogue::{Act, Epilogue};
+use crate::kernels::epilogue::Epilogue;
 use crate::kernels::window::{Window, WindowAttrs, valid_range};
 use smallvec::SmallVec;
 
@@ -198,7 +198,7 @@ fn for_each_plane(y: &mut [f32], len: usize, f: impl Fn(usize, &mut [f32]) + Syn
     if len == 0 {
         return;
     }
-    if y.len() >= crate::par::ELEMENTWISE {
+    if crate::par::worth(y.len(), crate::par::ELEMENTWISE) {
         y.par_chunks_mut(len).enumerate().for_each(|(j, c)| f(j, c));
     } else {
         y.chunks_mut(len).enumerate().for_each(|(j, c)| f(j, c));
@@ -226,7 +226,8 @@ struct BlockedConv {
     /// `⌈M/16⌉ × 16` biases, zero past M.
     bias: Tensor,
     residual: Option<usize>,
-    act: Option<Act>,
+    /// The activation and clamp after the product (the epilogue's rest).
+    tail: Epilogue,
 }
 
 impl BlockedConv {
@@ -297,7 +298,7 @@ impl BlockedConv {
             w: packed,
             bias,
             residual: epi.residual,
-            act: epi.act,
+            tail: Epilogue { act: epi.act, clamp: epi.clamp, ..Epilogue::default() },
         })
     }
 }
@@ -425,7 +426,7 @@ impl BlockedConv {
                 self.regular_span(&job, grp)
             }
         };
-        if macs >= crate::par::MACS && tasks > 1 {
+        if tasks > 1 && crate::par::worth(macs, crate::par::MACS) {
             use rayon::prelude::*;
             (0..tasks).into_par_iter().for_each(task);
         } else {
@@ -458,7 +459,7 @@ impl BlockedConv {
             debug_assert!(w.len() >= (ob + o + 1) * wob && b.len() >= (ob + o + 1) * BLOCK);
         }
         // Relu and Clip are applied by the tile as it stores; other activations after the span.
-        let clamp = self.act.and_then(Act::clamp);
+        let clamp = self.tail.store_clamp();
         let mut edge = SmallVec::new();
         let mut ox = j.ox0;
         while ox < j.ox1 {
@@ -496,12 +497,12 @@ impl BlockedConv {
             }
             ox += r;
         }
-        if let Some(act) = self.act.filter(|_| clamp.is_none()) {
+        if clamp.is_none() && !self.tail.is_empty() {
             for o in 0..nob {
                 let i = j.y_at(ob + o, j.ox0);
                 // SAFETY: this task's span of its row of block ob + o, written above by it alone.
                 let s = unsafe { std::slice::from_raw_parts_mut(j.out.0.add(i), (j.ox1 - j.ox0) * BLOCK) };
-                act.apply(s);
+                self.tail.activate(s);
             }
         }
     }
@@ -516,7 +517,7 @@ impl BlockedConv {
         let (w, b) = (self.w.as_slice::<f32>().unwrap_or_default(), self.bias.as_slice::<f32>().unwrap_or_default());
         debug_assert!(w.len() >= blocks.end * kh * kw * BLOCK && b.len() >= blocks.end * BLOCK);
         let win = RowWindows::new(g, j.oy, BLOCK);
-        let clamp = self.act.and_then(Act::clamp);
+        let clamp = self.tail.store_clamp();
         // The tiles: (first pixel, width, input offset from the plane, the taps' range in
         // `taps`), the interior ones sharing the row's interior taps.
         let mut taps: SmallVec<[(usize, usize); 64]> = SmallVec::new();
@@ -561,11 +562,11 @@ impl BlockedConv {
                     );
                 }
             }
-            if let Some(act) = self.act.filter(|_| clamp.is_none()) {
+            if clamp.is_none() && !self.tail.is_empty() {
                 let i = j.y_at(cb, j.ox0);
                 // SAFETY: this task's span of its row, written above by it alone.
                 let s = unsafe { std::slice::from_raw_parts_mut(j.out.0.add(i), (j.ox1 - j.ox0) * BLOCK) };
-                act.apply(s);
+                self.tail.activate(s);
             }
         }
     }
@@ -687,7 +688,7 @@ pub(crate) struct RegularTile<'a> {
     pub wob: usize,
     /// Output elements between neighbouring pixels (16 blocked, N for a row-major matrix).
     pub ys: usize,
-    /// `[lo, hi]` of a clamping activation applied as the tile stores ([`Act::clamp`]);
+    /// `[lo, hi]` of a clamping activation applied as the tile stores ([`Epilogue::store_clamp`]);
     /// [`NO_CLAMP`] when there is none.
     pub clamp: [f32; 2],
 }

@@ -202,7 +202,7 @@ impl Kernel for GridSample {
                     }
                     vals
                 };
-                let cols: Vec<Vec<f64>> = if pout * c < PAR_MIN / 8 {
+                let cols: Vec<Vec<f64>> = if !crate::par::worth(pout * c, PAR_MIN / 8) {
                     (0..pout).map(point).collect()
                 } else {
                     (0..pout).into_par_iter().map(point).collect()

@@ -50,7 +50,7 @@ fn pass<A: Acc>(src: &[A], shape: &[usize], a: usize, taps: &Taps<A>, fill: A) -
             }
         }
     };
-    if out.len() * taps.n < PAR_MIN || outer < 2 {
+    if !crate::par::worth(out.len() * taps.n, PAR_MIN) || outer < 2 {
         for (ob, dst) in out.chunks_exact_mut(lo * inner).enumerate() {
             block(ob, dst);
         }
@@ -107,7 +107,7 @@ fn gather<T: Copy + Send + Sync>(
     if row == 0 {
         return;
     }
-    if out.len() < PAR_MIN {
+    if !crate::par::worth(out.len(), PAR_MIN) {
         out.chunks_exact_mut(row).enumerate().for_each(|(i, d)| fill_row(i, d));
     } else {
         let per = (PAR_MIN / 4 / row).max(1);

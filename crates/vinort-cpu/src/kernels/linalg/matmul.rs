@@ -284,7 +284,9 @@ impl Kernel for MatMul {
             let a = a.to_aligned();
             let bias = self.epi.bias.as_ref().map(|t| t.as_slice::<f32>()).transpose()?;
             let y = Tensor::try_build_full::<f32, Error>(&plan.out_shape, |o| {
-                p.product(a.as_slice::<f32>()?, o, bias, z.z, self.epi.act)
+                p.product(a.as_slice::<f32>()?, o, bias, z.z, self.epi.act)?;
+                self.epi.clamp_after(o);
+                Ok(())
             })?;
             return Ok(smallvec::smallvec![y.into()]);
         }

@@ -138,7 +138,7 @@ impl PackedB {
             }
         };
         let tasks = pairs * spans;
-        if rows * n * k >= crate::par::MACS && tasks > 1 {
+        if tasks > 1 && crate::par::worth(rows * n * k, crate::par::MACS) {
             use rayon::prelude::*;
             (0..tasks).into_par_iter().for_each(task);
         } else {

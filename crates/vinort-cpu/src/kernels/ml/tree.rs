@@ -368,7 +368,7 @@ impl TreeEnsemble {
         let mut out = vec![0.0f64; rows * t];
         if t > 0 && feats > 0 {
             let score = |(o, r): (&mut [f64], &[f64])| self.score_row(r, o);
-            if rows * self.roots.len() >= crate::par::TREE_VISITS {
+            if crate::par::worth(rows * self.roots.len(), crate::par::TREE_VISITS) {
                 out.par_chunks_mut(t).zip(xs.par_chunks(feats)).for_each(score);
             } else {
                 out.chunks_mut(t).zip(xs.chunks(feats)).for_each(score);

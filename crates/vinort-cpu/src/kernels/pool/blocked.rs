@@ -93,7 +93,7 @@ impl Kernel for BlockedMaxPool {
                 }
                 row(xp, row_in, &rows[oy], cols, yr)
             };
-            if y.len() * self.kernel[0] * self.kernel[1] >= crate::par::ELEMENTS {
+            if crate::par::worth(y.len() * self.kernel[0] * self.kernel[1], crate::par::ELEMENTS) {
                 y.par_chunks_mut(row_out).enumerate().for_each(task);
             } else {
                 y.chunks_mut(row_out).enumerate().for_each(task);

@@ -208,16 +208,27 @@ fn max_pool<T: MaxElem>(plan: &Plan, x: &[T], y: &mut [T], idx: Option<&mut [i64
         let plane2 = |(c, yp): (usize, &mut [T]), ip: Option<&mut [i64]>| {
             max_plane_2d(&x[c * pi..][..pi], i2, rows, cols, yp, ip.map(|ip| (ip, c * pi, column_major.then_some(i1))));
         };
-        let planes = y.par_chunks_mut(po).enumerate();
-        return match idx {
-            Some(idx) => planes.zip(idx.par_chunks_mut(po)).for_each(|(p, ip)| plane2(p, Some(ip))),
-            None => planes.for_each(|p| plane2(p, None)),
-        };
+        return each_plane(y, idx, po, x.len(), plane2);
     }
-    let planes = y.par_chunks_mut(po).enumerate();
-    match idx {
-        Some(idx) => planes.zip(idx.par_chunks_mut(po)).for_each(|(p, ip)| plane(p, Some(ip))),
-        None => planes.for_each(|p| plane(p, None)),
+    each_plane(y, idx, po, x.len(), plane);
+}
+
+/// `f((plane, its output), its indices)` for every output plane of `po` elements, on rayon
+/// when the `work` (elements read) pays for it and the thread may hand work out.
+fn each_plane<T: Send>(
+    y: &mut [T],
+    idx: Option<&mut [i64]>,
+    po: usize,
+    work: usize,
+    f: impl Fn((usize, &mut [T]), Option<&mut [i64]>) + Sync + Send,
+) {
+    match (idx, crate::par::worth(work, crate::par::ELEMENTS)) {
+        (Some(idx), true) => {
+            y.par_chunks_mut(po).enumerate().zip(idx.par_chunks_mut(po)).for_each(|(p, ip)| f(p, Some(ip)));
+        }
+        (None, true) => y.par_chunks_mut(po).enumerate().for_each(|p| f(p, None)),
+        (Some(idx), false) => y.chunks_mut(po).enumerate().zip(idx.chunks_mut(po)).for_each(|(p, ip)| f(p, Some(ip))),
+        (None, false) => y.chunks_mut(po).enumerate().for_each(|p| f(p, None)),
     }
 }
 
@@ -373,7 +384,7 @@ fn avg_lp_pool<T: Real>(plan: &Plan, kind: Kind, x: &[T], y: &mut [T]) {
     if y.is_empty() || x.len() != y.len() / po * pi {
         return;
     }
-    y.par_chunks_mut(po).enumerate().for_each(|(c, yp)| {
+    each_plane(y, None, po, x.len(), |(c, yp), _| {
         let xp = &x[c * pi..][..pi];
         plan.each(|o, t0, t1, t2, padded| {
             let mut acc = T::ZERO;

@@ -39,7 +39,7 @@ const CHUNK: usize = crate::par::ELEMENTWISE_CHUNK * 4;
 /// NaN, as in a max/min reduction.
 fn scale_and_zero_point(x: &[f32]) -> (f32, u8) {
     let (qmin, qmax) = (0f32, 255f32);
-    let (hi, lo, nan) = if x.len() >= crate::par::ELEMENTWISE {
+    let (hi, lo, nan) = if crate::par::worth(x.len(), crate::par::ELEMENTWISE) {
         x.par_chunks(CHUNK).map(range).reduce(|| (0.0, 0.0, false), |a, b| (a.0.max(b.0), a.1.min(b.1), a.2 | b.2))
     } else {
         range(x)
@@ -105,7 +105,7 @@ fn range_portable(x: &[f32]) -> (f32, f32, bool) {
 fn quantize_into(x: &[f32], scale: f32, zp: u8, y: &mut [u8]) {
     let one =
         |(x, y): (&[f32], &mut [u8])| super::round::quantize(x, scale, f32::from(zp), (0.0, 255.0), y, |v| v as u8);
-    if x.len() >= crate::par::ELEMENTWISE {
+    if crate::par::worth(x.len(), crate::par::ELEMENTWISE) {
         x.par_chunks(CHUNK).zip(y.par_chunks_mut(CHUNK)).for_each(one);
     } else {
         one((x, y));

@@ -122,7 +122,7 @@ fn conv_int8(
             depthwise_plane(&g3, xs, &wf[ci * pk..][..pk], ys, scratch);
             y.iter_mut().zip(ys.iter()).for_each(|(y, v)| *y = *v as i32);
         };
-        if out.len() * pk < PAR_MIN {
+        if !crate::par::worth(out.len() * pk, PAR_MIN) {
             let mut buf = Default::default();
             out.chunks_mut(po).enumerate().for_each(|(t, y)| task(t, y, &mut buf));
         } else {
@@ -218,7 +218,7 @@ fn conv_i32(attrs: &ConvAttrs, x: &[i32], xs: &[usize], w: &[i32], ws: &[usize])
         }
     };
     if !out.is_empty() {
-        if out.len() * kdim < PAR_MIN {
+        if !crate::par::worth(out.len() * kdim, PAR_MIN) {
             let mut col = Vec::new();
             out.chunks_mut(mg * po).enumerate().for_each(|(t, y)| task(t, y, &mut col));
         } else {

@@ -184,7 +184,7 @@ impl NhwcConv {
             }
             dw_row(&dw, xi, oy, yr)
         };
-        if y.len() * taps < PAR_WORK {
+        if !crate::par::worth(y.len() * taps, PAR_WORK) {
             y.chunks_mut(row).enumerate().for_each(task);
         } else {
             y.par_chunks_mut(row).enumerate().with_min_len(min).for_each(task);
@@ -236,7 +236,7 @@ impl NhwcConv {
                 Ok(())
             })
         };
-        if work < PAR_WORK || rows <= per {
+        if !crate::par::worth(work, PAR_WORK) || rows <= per {
             y.chunks_mut(per * m).enumerate().try_for_each(task)
         } else {
             y.par_chunks_mut(per * m).enumerate().try_for_each(task)

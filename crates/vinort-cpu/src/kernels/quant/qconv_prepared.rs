@@ -398,7 +398,7 @@ impl Prepared {
         let c = g3.c;
         // About 32k multiply-adds per task, so small late layers do not pay a fork per plane.
         let min = (1 << 15) / (po * pk).max(1);
-        y.par_chunks_mut(po).enumerate().with_min_len(min.max(1)).for_each(|(t, yp)| {
+        let plane = |(t, yp): (usize, &mut [S::Y])| {
             let ci = t % c;
             let mut bufs = PLANES.take();
             let (xf, yf, scratch, acc) = &mut bufs;
@@ -411,7 +411,12 @@ impl Prepared {
             narrow(yf, acc);
             sink.row(ci, acc, yp);
             PLANES.set(bufs);
-        });
+        };
+        if crate::par::worth(y.len() * pk, 2 << 15) {
+            y.par_chunks_mut(po).enumerate().with_min_len(min.max(1)).for_each(plane);
+        } else {
+            y.chunks_mut(po).enumerate().for_each(plane);
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -472,7 +477,7 @@ impl Prepared {
                 };
                 let run = |cols: &[X]| -> Result<()> {
                     let tasks = chunks * blocks;
-                    if tasks == 1 || po * kdim * mg < PAR_WORK {
+                    if tasks == 1 || !crate::par::worth(po * kdim * mg, PAR_WORK) {
                         (0..tasks).try_for_each(|t| task(cols, t))
                     } else {
                         (0..tasks).into_par_iter().try_for_each(|t| task(cols, t))

@@ -81,7 +81,7 @@ impl Granularity {
             Granularity::Axis { .. } => Param::One(r % d),
             Granularity::Block { b, s, .. } => Param::Run(((r / d) * s + (r % d) / b) * inner),
         };
-        if n < par::ELEMENTS || n == inner {
+        if !par::worth(n, par::ELEMENTS) || n == inner {
             for (r, row) in out.chunks_mut(inner).enumerate() {
                 f(r * inner, row, param(r));
             }
@@ -306,7 +306,7 @@ fn dequantize_per_tensor<T: Copy + Into<i32> + Sync>(x: &[T], shape: &[usize], z
         }
     };
     Tensor::build_full::<f32>(shape, |out| {
-        if out.len() < par::ELEMENTWISE {
+        if !par::worth(out.len(), par::ELEMENTWISE) {
             map(out, x)
         } else {
             out.par_chunks_mut(par::ELEMENTWISE_CHUNK)

@@ -80,7 +80,7 @@ pub(crate) fn matmul<T: Numeric>(a: &[T], ash: &[usize], b: &[T], bsh: &[usize])
         }
     };
     if n > 0 {
-        if out.len() * k < par::ELEMENTS {
+        if !par::worth(out.len() * k, par::ELEMENTS) {
             out.chunks_mut(n).enumerate().for_each(|(r, o)| row(r, o));
         } else {
             out.par_chunks_mut(n).enumerate().for_each(|(r, o)| row(r, o));

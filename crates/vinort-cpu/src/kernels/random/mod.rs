@@ -97,7 +97,7 @@ fn draw<T: Clone + Default + Send>(
             *o = sample(&mut rng, c * CHUNK + j);
         }
     };
-    if n >= par::ELEMENTWISE {
+    if par::worth(n, par::ELEMENTWISE) {
         v.par_chunks_mut(CHUNK).enumerate().for_each(chunk);
     } else {
         v.chunks_mut(CHUNK).enumerate().for_each(chunk);

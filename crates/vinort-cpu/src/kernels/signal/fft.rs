@@ -105,7 +105,7 @@ pub(super) fn transform(x: &[f64], layout: Layout, t: Transform) -> Result<Vec<f
             *o = v * scale;
         }
     };
-    if lines > 1 && lines.saturating_mul(len) >= par::ELEMENTS {
+    if lines > 1 && par::worth(lines.saturating_mul(len), par::ELEMENTS) {
         spectra.par_chunks_mut(bins).enumerate().for_each_init(init, work);
     } else {
         let mut state = init();

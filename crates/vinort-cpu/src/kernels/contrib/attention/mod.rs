@@ -121,8 +121,11 @@ pub(crate) fn attend(d: &Dims, q: &[f64], k: &[f64], v: &[f64], scale: f64, row:
         out
     };
     let work = b * n * sq * tot * (dk + dv);
-    let heads: Vec<Vec<f64>> =
-        if work < 1 << 15 { (0..b * n).map(head).collect() } else { (0..b * n).into_par_iter().map(head).collect() };
+    let heads: Vec<Vec<f64>> = if !crate::par::worth(work, 1 << 15) {
+        (0..b * n).map(head).collect()
+    } else {
+        (0..b * n).into_par_iter().map(head).collect()
+    };
     let mut y = vec![0.0; b * sq * n * dv];
     for (bh, yh) in heads.iter().enumerate() {
         let (bi, h) = (bh / n, bh % n);
