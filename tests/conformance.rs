@@ -12,7 +12,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use vinort_tools::testcase::{CaseOutcome, Status, TestCase, Tolerance, discover, run_case};
+use vinort_tools::testcase::{CaseOutcome, Status, TestCase, Tolerance, discover, run_case_with};
 
 use common::{LISTS, first_line, providers, status_word};
 
@@ -58,7 +58,7 @@ fn read_anchor_exceptions() -> BTreeMap<String, String> {
 }
 
 fn run_list(list: &str, cases: &[TestCase]) -> Vec<CaseOutcome> {
-    cases.iter().map(|c| run_case(c, || providers(list), Tolerance::default())).collect()
+    cases.iter().map(|c| run_case_with(c, || providers(list), Tolerance::default(), common::configure)).collect()
 }
 
 fn cases() -> Vec<TestCase> {

@@ -1,5 +1,8 @@
 //! The OpenVINO provider on this machine's CPU (OpenVINO from PyPI, found by the library
 //! search). CI installs OpenVINO; these tests fail — they do not skip — when it is missing.
+//!
+//! Tests of split plans build with `cost_model(false)`: their models are far too small for an
+//! OpenVINO partition to pay for its hand-off, and the cost model would run them on Cpu alone.
 
 mod common;
 
@@ -225,6 +228,7 @@ fn an_op_openvino_gets_wrong_splits_the_cnn_and_every_boundary_is_zero_copy() {
             Provider::new(Recorder { inner: ov, log: log.clone() }).error_on_failure(),
             Provider::new(Recorder { inner: cpu, log: log.clone() }),
         ])
+        .cost_model(false)
         .build()
         .unwrap();
     let plan = s.plan();
@@ -329,6 +333,7 @@ fn partitions_of_a_split_model_use_the_cache_dir_through_partition_files() {
                 OpenVino::cpu().precision(Precision::Fp32).cache_dir(cache.path()).error_on_failure(),
                 Cpu::default().into(),
             ])
+            .cost_model(false)
             .build()
             .unwrap()
     };
@@ -488,6 +493,7 @@ fn an_op_openvino_lacks_runs_on_cpu_and_shape_inference_keeps_the_rest_on_openvi
     let s = Runtime::from_bytes(conv_pool_unpool_conv())
         .unwrap()
         .providers([OpenVino::cpu().precision(Precision::Fp32).error_on_failure(), Cpu::default().into()])
+        .cost_model(false)
         .build()
         .unwrap();
     let plan = s.plan();

@@ -4,6 +4,9 @@
 //! the outputs stay right, or the run is a typed error and the session runs again.
 //! (A wrong `libopenvino_c` is tested in crates/vinort-cli/tests/openvino_library.rs: the
 //! library is loaded once per process.)
+//!
+//! Tests of split plans build with `cost_model(false)`: their models are far too small for an
+//! OpenVINO partition to pay for its hand-off, and the cost model would run them on Cpu alone.
 
 mod common;
 
@@ -70,6 +73,7 @@ fn cnn(first: Provider) -> Session {
     Runtime::load(model_dir("partition_cnn").join("model.onnx"))
         .unwrap()
         .providers([first, Cpu::default().into()])
+        .cost_model(false)
         .build()
         .unwrap()
 }
@@ -119,6 +123,7 @@ fn cached(model: &str, dir: &Path) -> Session {
             OpenVino::cpu().precision(Precision::Fp32).cache_dir(dir).error_on_failure(),
             Cpu::default().into(),
         ])
+        .cost_model(false)
         .build()
         .unwrap()
 }
@@ -232,6 +237,7 @@ fn static_tensors_past_the_memory_limit_never_reach_openvino() {
             .unwrap()
             .providers([OpenVino::cpu().precision(Precision::Fp32).error_on_failure(), Cpu::default().into()])
             .memory_limit(1 << 30)
+            .cost_model(false)
             .build()
             .unwrap();
         let plan = s.plan();
@@ -251,6 +257,7 @@ fn a_compile_past_its_deadline_is_refused_naming_the_deadline_and_cpu_runs_the_m
         .unwrap()
         .providers([OpenVino::cpu().precision(Precision::Fp32).into(), Cpu::default().into()])
         .compile_timeout(std::time::Duration::from_nanos(1))
+        .cost_model(false)
         .build()
         .unwrap();
     let plan = s.plan();
@@ -276,6 +283,7 @@ fn a_compile_past_its_deadline_is_refused_naming_the_deadline_and_cpu_runs_the_m
             Some(l) => b.compile_timeout(l),
             None => b,
         }
+        .cost_model(false)
         .build()
         .unwrap();
         assert!(s.plan().partitions.iter().any(|p| p.provider.starts_with("OpenVino")), "{}", s.plan());

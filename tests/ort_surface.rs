@@ -3,6 +3,9 @@
 //! run of another size is refused by name), profiling (ONNX Runtime's Chrome-trace file,
 //! parsed back), ONNX Runtime's session config entries (honoured, or named in a warning),
 //! outputs taken by name, `RunOptions::set_tag` and clearing a binding.
+//!
+//! Tests of split plans build with `cost_model(false)`: their models are far too small for an
+//! OpenVINO partition to pay for its hand-off, and the cost model would run them on Cpu alone.
 
 mod common;
 
@@ -211,6 +214,7 @@ fn profiling_writes_onnx_runtimes_trace_with_every_run_and_partition() {
         .unwrap()
         .providers(ov_cpu())
         .profiling(&prefix)
+        .cost_model(false)
         .build()
         .unwrap();
     assert!(s.plan().partitions.len() > 1, "{}", s.plan());

@@ -353,3 +353,77 @@ fn the_first_provider_compiles_the_whole_model_before_any_per_node_question() {
     let s = Runtime::from_bytes(diamond()).unwrap().build().unwrap();
     assert_eq!(s.plan().path, "split: node by node (Cpu has no whole-model path)");
 }
+
+/// [`Only`] declaring OpenVINO's cost profile on a CPU: 20 µs per partition, heavy ops 1.3x.
+#[derive(Debug)]
+struct Priced(Only);
+
+impl ExecutionProvider for Priced {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+    fn capability(&self, model: &Model, offered: &[NodeIndex]) -> vinort::ir::Result<Capability> {
+        self.0.capability(model, offered)
+    }
+    fn compile(&self, model: &Model, part: &PartitionDef) -> vinort::ir::Result<Box<dyn CompiledPartition>> {
+        self.0.compile(model, part)
+    }
+    fn cost_profile(&self) -> Option<vinort::ir::CostProfile> {
+        Some(vinort::ir::CostProfile { per_partition_us: 20.0, heavy_speed: 1.3 })
+    }
+}
+
+/// y = MatMul(Neg(MatMul(x, w)), w) for x of [rows, k] and w of [k, k], the Neg on Cpu only.
+fn sandwich(rows: usize, k: usize) -> vinort::SessionBuilder {
+    let mut graph = onnx::GraphProto {
+        name: Some("sandwich".into()),
+        node: vec![
+            node("MatMul", "mm1", &["x", "w"], &["a"]),
+            node("Neg", "neg", &["a"], &["b"]),
+            node("MatMul", "mm2", &["b", "w"], &["y"]),
+        ],
+        input: vec![value_info("x", 1, &[rows as i64, k as i64])],
+        output: vec![value_info("y", 1, &[rows as i64, k as i64])],
+        ..Default::default()
+    };
+    let w: Vec<f32> = (0..k * k).map(|i| if i % (k + 1) == 0 { 1.0 } else { 0.0 }).collect();
+    graph.initializer.push(f32_tensor("w", &[k as i64, k as i64], &w));
+    let first = Priced(Only { name: "First", ops: &["MatMul"], log: Arc::new(Mutex::new(vec![])) });
+    Runtime::from_bytes(encode(&model(graph, 17)))
+        .unwrap()
+        .providers([Provider::new(first), vinort::Cpu::default().into()])
+}
+
+fn providers_of(s: &vinort::Session) -> Vec<String> {
+    s.plan().partitions.iter().map(|p| p.provider.clone()).collect()
+}
+
+#[test]
+fn the_cost_model_gives_a_region_to_the_provider_it_is_cheaper_on() {
+    // Two 4x4 products: 128 multiply-adds gain nothing against a 20 µs hand-off each, so the
+    // whole model runs as one Cpu partition, and the plan says why.
+    let s = sandwich(4, 4).build().unwrap();
+    assert_eq!(providers_of(&s), ["Cpu"], "{}", s.plan());
+    let r = s.plan().refusals.iter().find(|r| r.node == "mm1" && r.provider == "First").expect("refusal");
+    assert!(r.reason.starts_with("cost model: 1 node(s)") && r.reason.contains("Cpu runs them"), "{}", r.reason);
+    let x = Tensor::from_vec(&[4, 4], (0..16).map(|i| i as f32).collect()).unwrap();
+    let y = s.run([("x", x)]).unwrap();
+    let want: Vec<f32> = (0..16).map(|i| -(i as f32)).collect();
+    assert_eq!(y[0].as_tensor().unwrap().as_slice::<f32>().unwrap(), want.as_slice());
+
+    // Off (by the builder or by the session config entry), the plain rule keeps the products
+    // on First: three partitions.
+    let off = sandwich(4, 4).cost_model(false).build().unwrap();
+    assert_eq!(providers_of(&off), ["First", "Cpu", "First"], "{}", off.plan());
+    let off = sandwich(4, 4).config_entry("session.cost_model", "off").build().unwrap();
+    assert_eq!(providers_of(&off), ["First", "Cpu", "First"]);
+    match sandwich(4, 4).config_entry("session.cost_model", "maybe").build() {
+        Err(vinort::Error::Config(m)) => assert!(m.contains("session.cost_model") && m.contains("maybe"), "{m}"),
+        other => panic!("expected a config error, got {:?}", other.map(|_| ())),
+    }
+
+    // Two [64, 512] x [512, 512] products: 16.8 M multiply-adds each, about 840 µs at the Cpu
+    // rate, of which First saves about 190 µs: each stays on First.
+    let s = sandwich(64, 512).build().unwrap();
+    assert_eq!(providers_of(&s), ["First", "Cpu", "First"], "{}", s.plan());
+}

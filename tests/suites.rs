@@ -26,7 +26,7 @@ use std::path::PathBuf;
 
 use std::collections::BTreeSet;
 
-use vinort_tools::testcase::{CaseOutcome, Status, TestCase, Tolerance, discover, read_tolerance, run_case};
+use vinort_tools::testcase::{CaseOutcome, Status, TestCase, Tolerance, discover, read_tolerance, run_case_with};
 
 /// A suite: its name (and expectations file `tests/suites/<name>.tsv`), its folder, and the
 /// number of cases it must hold (`None`: whatever the generator made, at least one).
@@ -197,7 +197,7 @@ fn run_list(list: &str, cases: &[TestCase]) -> Vec<CaseOutcome> {
         .iter()
         .map(|c| {
             let tol = read_tolerance(&c.dir, Tolerance::default()).unwrap_or_else(|e| panic!("{e}"));
-            run_case(c, || common::providers(list), tol)
+            run_case_with(c, || common::providers(list), tol, common::configure)
         })
         .collect()
 }

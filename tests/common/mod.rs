@@ -90,6 +90,13 @@ pub fn providers(list: &str) -> Vec<vinort::Provider> {
     parsed.providers(&vinort::OpenVino::cpu().precision(Precision::Fp32), true)
 }
 
+/// The suites' session options: the cost model off. They check what each provider computes,
+/// and every split node-test model is far too small for an OpenVINO partition to pay, so with
+/// the cost model on the `openvino-fp32,cpu` list would run the Cpu provider again.
+pub fn configure(b: vinort::SessionBuilder) -> vinort::SessionBuilder {
+    b.cost_model(false)
+}
+
 /// "N passed, M failed", and for a list with OpenVINO how the sessions were cut — one OpenVINO
 /// partition (whole), OpenVINO and Cpu partitions (split), Cpu only — and why the others were
 /// not whole, counted by the reason their plan's path gives.

@@ -191,6 +191,7 @@ fn build(model: &Path, args: &ProviderArgs) -> Result<(Session, f64)> {
     let session = Runtime::load(model)
         .with_context(|| format!("loading {}", model.display()))?
         .providers(providers(args)?)
+        .cost_model(args.cost_model == vinort_tools::providers::Switch::On)
         .build()
         .with_context(|| format!("building a session for {}", model.display()))?;
     Ok((session, stats::ms(t0.elapsed())))
@@ -517,7 +518,8 @@ fn command(cmd: Cmd) -> Result<()> {
                 let o = match testcase::read_tolerance(&case.dir, testcase::Tolerance::default()) {
                     Ok(t) => {
                         let tol = testcase::Tolerance { rtol: rtol.unwrap_or(t.rtol), atol: atol.unwrap_or(t.atol) };
-                        testcase::run_case(case, || list.clone(), tol)
+                        let on = args.cost_model == vinort_tools::providers::Switch::On;
+                        testcase::run_case_with(case, || list.clone(), tol, |b| b.cost_model(on))
                     }
                     Err(e) => testcase::CaseOutcome {
                         name: case.name.clone(),

@@ -226,6 +226,33 @@ pub trait ExecutionProvider: Send + Sync + std::fmt::Debug {
         let _ = (model, part);
         Ok(WholeModel::NotTried)
     }
+
+    /// What a partition costs on this provider beyond its kernels, and how fast it computes
+    /// heavy ops against vinort's Cpu kernels: the partitioner's cost model weighs the two
+    /// for every region this provider claims. `None` (the default) declares nothing, and its
+    /// regions are judged by the plain rule (only regions without a heavy op move); as the
+    /// provider after another, it counts as [`CostProfile::default`].
+    fn cost_profile(&self) -> Option<CostProfile> {
+        None
+    }
+}
+
+/// A provider's costs as the partitioner's cost model sees them (estimates, measured on the
+/// machines the project is tested on; see `docs/architecture.md`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CostProfile {
+    /// Microseconds one partition's run costs beyond its kernels (hand-off, request set-up,
+    /// boundary tensors).
+    pub per_partition_us: f64,
+    /// Heavy ops' speed relative to vinort's Cpu kernels (1.0 = as fast).
+    pub heavy_speed: f64,
+}
+
+impl Default for CostProfile {
+    /// An in-process provider like the Cpu one: a microsecond per partition, Cpu speed.
+    fn default() -> CostProfile {
+        CostProfile { per_partition_us: 1.0, heavy_speed: 1.0 }
+    }
 }
 
 /// A provider's answer to [`ExecutionProvider::compile_whole`].

@@ -133,6 +133,20 @@ pub struct ProviderArgs {
     /// graph optimization level).
     #[arg(long, value_enum, default_value_t = OptimizationArg::All)]
     pub cpu_optimization: OptimizationArg,
+    /// Whether the partitioner weighs each region's cost on the providers that can run it and
+    /// gives it to the cheaper (off: only regions with no heavy op move).
+    #[arg(long, value_enum, default_value_t = Switch::On)]
+    pub cost_model: Switch,
+}
+
+/// An on/off option value.
+#[cfg(feature = "cli")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Switch {
+    /// On.
+    On,
+    /// Off.
+    Off,
 }
 
 /// `--cpu-optimization` values.
@@ -226,6 +240,7 @@ mod tests {
             strict: false,
             cpu_threads: None,
             cpu_optimization: OptimizationArg::All,
+            cost_model: Switch::On,
         };
         assert!(matches!(args("openvino,tpu", "precision").build(), Err(ProviderError::Options(_))));
         assert!(matches!(args("tpu,openvino", "precision").build(), Err(ProviderError::Unknown { .. })));

@@ -57,6 +57,23 @@ impl SessionBuilder {
         self.config.push((key, value.into()));
         self
     }
+
+    /// Whether the partitioner weighs each region's cost on the providers that can run it
+    /// ([`crate::cost`]; on by default): a region whose faster kernels do not pay for its
+    /// partition's hand-off goes to the next provider. `false` keeps the rule it replaced
+    /// (only regions with no heavy op move). The same as session config
+    /// `session.cost_model` = `"1"`/`"on"` or `"0"`/`"off"`.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/mobilenetv2_tiny/model.onnx");
+    /// let session = vinort::Runtime::load(model)?.cost_model(false).build()?;
+    /// assert!(session.plan().warnings.is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub fn cost_model(self, on: bool) -> SessionBuilder {
+        self.config_entry("session.cost_model", if on { "1" } else { "0" })
+    }
 }
 
 /// What vinort does with a session config key.
@@ -74,6 +91,7 @@ pub enum Handling {
 /// listed is accepted with a warning that vinort does not know it.
 pub const KEYS: &[(&str, Handling)] = &[
     ("session.disable_cpu_ep_fallback", Handling::Honoured),
+    ("session.cost_model", Handling::Honoured),
     ("ep.context_enable", Handling::Honoured),
     ("ep.context_file_path", Handling::Honoured),
     ("ep.context_embed_mode", Handling::Honoured),
@@ -130,6 +148,8 @@ pub(crate) struct Prepared {
     pub fixed: Vec<FixedDim>,
     /// When profiling.
     pub profiler: Option<Profiler>,
+    /// `session.cost_model`: the partitioner weighs regions' costs ([`crate::cost`]).
+    pub cost_model: bool,
 }
 
 impl Prepared {
@@ -150,6 +170,15 @@ impl Prepared {
             None | Some("0") => Ok(false),
             Some("1") => Ok(true),
             Some(v) => Err(Error::Config(format!("session config '{key}' must be \"0\" or \"1\", not \"{v}\""))),
+        };
+        let cost_model = match get("session.cost_model") {
+            None | Some("1" | "on") => true,
+            Some("0" | "off") => false,
+            Some(v) => {
+                return Err(Error::Config(format!(
+                    "session config 'session.cost_model' must be \"1\", \"on\", \"0\" or \"off\", not \"{v}\""
+                )));
+            }
         };
         let mut warnings = vec![];
         for (key, value) in entries {
@@ -204,7 +233,7 @@ impl Prepared {
 
         let (fixed, dim_warnings) = crate::dims::apply(model, dims);
         warnings.extend(dim_warnings);
-        Ok(Prepared { save, warnings, fixed, profiler })
+        Ok(Prepared { save, warnings, fixed, profiler, cost_model })
     }
 }
 

@@ -28,6 +28,7 @@
 mod array;
 mod config;
 mod context;
+pub mod cost;
 mod dims;
 mod error;
 mod inputs;
@@ -78,8 +79,9 @@ pub mod session_config {
 /// crates stays internal.
 pub mod ir {
     pub use vinort_ir::{
-        Capability, CompiledPartition, Error, ExecutionProvider, Graph, Model, Node, NodeIndex, Origin, PartitionDef,
-        Result, RunContext, Value, ValueId, ValueInfo, WholeModel, deadline, limits, ops, proto, stats, tensor_proto,
+        Capability, CompiledPartition, CostProfile, Error, ExecutionProvider, Graph, Model, Node, NodeIndex, Origin,
+        PartitionDef, Result, RunContext, Value, ValueId, ValueInfo, WholeModel, deadline, limits, ops, proto, stats,
+        tensor_proto,
     };
 }
 

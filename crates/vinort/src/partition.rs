@@ -103,6 +103,7 @@ pub(crate) fn partition(
     providers: &[std::sync::Arc<dyn vinort_ir::ExecutionProvider>],
     vetoes: &HashMap<(usize, NodeIndex), String>,
     file_is_graph: bool,
+    cost_model: bool,
 ) -> Result<(Vec<(usize, PartitionDef)>, PartitionPlan)> {
     let g = &model.graph;
     // Every provider is asked about every node, so the cost rule below knows who else could
@@ -132,23 +133,39 @@ pub(crate) fn partition(
         let mut changed = false;
         if groups.len() > 1 {
             for (pi, nodes) in &groups {
-                if worth_a_partition(model, nodes) {
-                    continue;
-                }
-                // A later provider that refused a node while compiling cannot take it.
-                let movable = nodes.iter().all(|n| {
-                    (pi + 1..providers.len()).any(|q| claims[q].contains(n) && !vetoes.contains_key(&(q, *n)))
-                });
-                if movable {
-                    for n in nodes {
-                        let why = format!(
-                            "cost rule: a partition of {} cheap node(s) costs more in boundary hand-offs than it saves",
-                            nodes.len()
-                        );
-                        vetoes.insert((*pi, *n), why);
+                // The first later provider that can take every node (a provider that refused a
+                // node while compiling cannot).
+                let takes = |q: usize| nodes.iter().all(|n| claims[q].contains(n) && !vetoes.contains_key(&(q, *n)));
+                let Some(next) = (pi + 1..providers.len()).find(|q| takes(*q)) else { continue };
+                let profiles = providers[*pi].cost_profile().filter(|_| cost_model);
+                let why = if let Some(on) = profiles {
+                    let after = providers[next].cost_profile().unwrap_or_default();
+                    let v = crate::cost::judge(model, nodes, on, after);
+                    if v.keeps() {
+                        continue;
                     }
-                    changed = true;
+                    format!(
+                        "cost model: {} node(s), {:.1} µs of heavy work, would save {:.1} µs per run on {} \
+                         against a partition hand-off of {:.1} µs more; {} runs them",
+                        nodes.len(),
+                        v.heavy_us,
+                        v.saves_us + on.per_partition_us - after.per_partition_us,
+                        providers[*pi].name(),
+                        on.per_partition_us - after.per_partition_us,
+                        providers[next].name(),
+                    )
+                } else if worth_a_partition(model, nodes) {
+                    continue;
+                } else {
+                    format!(
+                        "cost rule: a partition of {} cheap node(s) costs more in boundary hand-offs than it saves",
+                        nodes.len()
+                    )
+                };
+                for n in nodes {
+                    vetoes.insert((*pi, *n), why.clone());
                 }
+                changed = true;
             }
         }
         if !changed {

@@ -338,7 +338,7 @@ impl SessionBuilder {
 
     fn build_session(self, prepared: Prepared) -> Result<Session> {
         let SessionBuilder { model, providers, memory_limit, log_level, .. } = self;
-        let Prepared { warnings, fixed: fixed_dims, profiler, .. } = prepared;
+        let Prepared { warnings, fixed: fixed_dims, profiler, cost_model, .. } = prepared;
         // The file no longer says what the graph is once dims were fixed in memory.
         let file_is_graph = fixed_dims.is_empty();
         check_known_sizes(&model, memory_limit)?;
@@ -371,7 +371,7 @@ impl SessionBuilder {
             Err((path, evidence)) => {
                 // What the whole compile showed about single nodes holds for every piece.
                 let vetoes = evidence.into_iter().map(|(n, why)| ((0, n), why)).collect();
-                let (mut plan, b) = split(&model, &started, &warnings, vetoes, file_is_graph)?;
+                let (mut plan, b) = split(&model, &started, &warnings, vetoes, file_is_graph, cost_model)?;
                 plan.path = path;
                 (plan, b)
             }
@@ -500,6 +500,7 @@ fn split(
     warnings: &[String],
     mut vetoes: HashMap<(usize, vinort_ir::NodeIndex), String>,
     file_is_graph: bool,
+    cost_model: bool,
 ) -> Result<Built> {
     let g = &model.graph;
     // A provider may find at compile time that it cannot run some nodes it claimed (its
@@ -507,7 +508,7 @@ fn split(
     // partitioned again, so a wrong answer costs time, never the session. `vetoes` starts
     // with what the whole-model compile showed.
     loop {
-        let (defs, mut plan) = partition(model, started, &vetoes, file_is_graph)?;
+        let (defs, mut plan) = partition(model, started, &vetoes, file_is_graph, cost_model)?;
         plan.warnings = warnings.to_vec();
         let mut b = PlanBuilder::<ValueId, PartitionStep>::new();
         for v in g.inputs() {

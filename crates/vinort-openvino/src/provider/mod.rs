@@ -280,6 +280,17 @@ impl ExecutionProvider for OpenVinoProvider {
         format!("OpenVino {:?} library={:?}", self.options, self.library)
     }
 
+    /// Measured on the CPU device (2-core EPYCs, OpenVINO 2026.4, one inference thread): each
+    /// OpenVINO partition of a split silero-vad cost about 20 µs beyond the same nodes on the
+    /// Cpu provider (infer request, tensor set-up, boundary copies), and split convolution
+    /// networks ran 1.1-1.4x faster with their heavy regions on OpenVINO than on [Cpu]
+    /// (docs/performance.md). Other devices add a transfer each way; no such device was here
+    /// to measure, so their hand-off is taken as five times the CPU's.
+    fn cost_profile(&self) -> Option<vinort_ir::CostProfile> {
+        let cpu = self.options.device == crate::options::Device::CPU;
+        Some(vinort_ir::CostProfile { per_partition_us: if cpu { 20.0 } else { 100.0 }, heavy_speed: 1.3 })
+    }
+
     fn warnings(&self) -> Vec<String> {
         match self.started.get() {
             Some(Ok(s)) => s.resolved.warnings.iter().map(|w| format!("{}: {w}", self.name())).collect(),

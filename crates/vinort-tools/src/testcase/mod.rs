@@ -178,6 +178,18 @@ pub struct CaseOutcome {
 ///
 /// Never panics: a panic while building or running becomes [`Status::Error`] `panic: ...`.
 pub fn run_case(case: &TestCase, providers: impl Fn() -> Vec<Provider>, tol: Tolerance) -> CaseOutcome {
+    run_case_with(case, providers, tol, |b| b)
+}
+
+/// [`run_case`] with the session builder passed through `configure` before it builds (a
+/// session option such as `cost_model(false)`, which the suites set to keep testing the
+/// providers' split plans on models too small for a split to pay).
+pub fn run_case_with(
+    case: &TestCase,
+    providers: impl Fn() -> Vec<Provider>,
+    tol: Tolerance,
+    configure: impl Fn(vinort::SessionBuilder) -> vinort::SessionBuilder,
+) -> CaseOutcome {
     let mut outcome = CaseOutcome {
         name: case.name.clone(),
         status: Status::Pass,
@@ -185,7 +197,7 @@ pub fn run_case(case: &TestCase, providers: impl Fn() -> Vec<Provider>, tol: Tol
         providers_used: vec![],
         path: String::new(),
     };
-    let result = catch_unwind(AssertUnwindSafe(|| run_inner(case, &providers, tol, &mut outcome)));
+    let result = catch_unwind(AssertUnwindSafe(|| run_inner(case, &providers, &configure, tol, &mut outcome)));
     outcome.status = match result {
         Ok(status) => status,
         Err(payload) => Status::Error(format!("panic: {}", panic_message(payload.as_ref()))),
@@ -203,13 +215,19 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-fn run_inner(case: &TestCase, providers: &dyn Fn() -> Vec<Provider>, tol: Tolerance, out: &mut CaseOutcome) -> Status {
+fn run_inner(
+    case: &TestCase,
+    providers: &dyn Fn() -> Vec<Provider>,
+    configure: &dyn Fn(vinort::SessionBuilder) -> vinort::SessionBuilder,
+    tol: Tolerance,
+    out: &mut CaseOutcome,
+) -> Status {
     let model_path = case.dir.join("model.onnx");
     let builder = match Runtime::load(&model_path) {
         Ok(b) => b,
         Err(e) => return Status::Error(format!("cannot load '{}': {e}", model_path.display())),
     };
-    let session = match builder.providers(providers()).build() {
+    let session = match configure(builder.providers(providers())).build() {
         Ok(s) => s,
         Err(e) => return Status::Error(build_error_message(&e)),
     };
