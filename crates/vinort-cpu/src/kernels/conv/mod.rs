@@ -15,6 +15,7 @@ use crate::kernel::Registry;
 pub(crate) mod deform;
 pub(crate) mod depthwise;
 pub(crate) mod im2col;
+pub(crate) mod narrow;
 pub(crate) mod nchwc;
 pub(crate) mod standard;
 

@@ -17,6 +17,7 @@ use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 use super::depthwise::depthwise_plane;
 use super::im2col::{Geo3, im2col, prod3};
+use super::narrow::Narrow;
 use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensors_in};
 use crate::kernels::epilogue::{Epilogue, Operands as EpiOperands};
 use crate::kernels::linalg::common::{Real, View, check_dtype, from_compute, matmul_into, to_compute, widen_const};
@@ -160,6 +161,8 @@ struct Conv {
     consts: Consts,
     /// What the graph optimizer fused after it.
     epi: Epilogue,
+    /// The transposed packed product for images of few output pixels.
+    narrow: Option<Narrow>,
 }
 
 pub(crate) fn conv_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
@@ -174,6 +177,7 @@ pub(crate) fn fused_conv_factory(info: &NodeInfo<'_>, epi: Epilogue) -> Result<B
         group: node.attr_or("group", 1i64)?,
         consts: Consts::new(info)?,
         epi,
+        narrow: Narrow::new(info, node.attr_or("group", 1i64)?),
     }))
 }
 
@@ -198,6 +202,18 @@ impl Kernel for Conv {
         let g = Geo3::forward((n, c, m, group), &xs[2..], &win, &geo);
         let out_len = n * m * geo.out.iter().product::<usize>();
         let ops = self.epi.operands(inputs, out_len)?;
+        if let Some(narrow) = self.narrow.as_ref().filter(|nw| dtype == DType::F32 && nw.takes(&g)) {
+            let (x, b) = (x.as_slice::<f32>()?, b.as_deref().map(Tensor::as_slice::<f32>).transpose()?);
+            let (per_in, per_out) = (c * prod3(&g.i), out_len / n.max(1));
+            let y = Tensor::try_build_full::<f32, Error>(&[&[n, m], geo.out.as_slice()].concat(), |y| {
+                for (i, yi) in y.chunks_exact_mut(per_out).enumerate() {
+                    narrow.image(&g, &x[i * per_in..][..per_in], b, yi)?;
+                    self.epi.apply(yi, i * per_out, per_out, ops)?;
+                }
+                Ok(())
+            })?;
+            return Ok(smallvec::smallvec![y.into()]);
+        }
         let epi = (!self.epi.is_empty()).then_some((&self.epi, ops));
         let run = Operands { g: &g, x: &x, w: &w, b: b.as_deref(), transpose: false, epi };
         run.in_compute_type(&[&[n, m], geo.out.as_slice()].concat(), dtype)
