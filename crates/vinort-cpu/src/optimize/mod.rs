@@ -16,6 +16,8 @@
 //!   Conv with scaled weights and a shifted bias.
 //! - [`fuse::gelu`] (Extended): the erf form of GELU spelled in five ops (Div or Mul by √2,
 //!   Erf, Add 1, Mul x, Mul ½) becomes one Gelu.
+//! - [`norm::layer_norm`] (Extended): layer normalization spelled out in nine ops (ReduceMean,
+//!   Sub, Pow or Mul, ReduceMean, Add ε, Sqrt, Div, Mul γ, Add β) becomes one LayerNormalization.
 //! - [`fuse::epilogues`] (Extended): Conv, Gemm and MatMul absorb what follows them: a bias
 //!   Add, a residual Add, and one activation (Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid,
 //!   HardSwish, Tanh, Gelu), then a clamp by constants (Max or Min with a scalar, or a Clip
@@ -52,6 +54,7 @@ pub(crate) mod fold;
 pub(crate) mod fuse;
 pub(crate) mod layout;
 pub(crate) mod nhwc;
+pub(crate) mod norm;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -162,6 +165,7 @@ impl<'g> Work<'g> {
         fuse::conv_bn(self);
         if level >= OptLevel::Extended {
             fuse::gelu(self);
+            norm::layer_norm(self);
             fuse::epilogues(self);
         }
         if level >= OptLevel::All {
