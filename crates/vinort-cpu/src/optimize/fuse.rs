@@ -6,11 +6,12 @@
 
 use vinort_ir::{DType, Dim, Node, Tensor, ValueId};
 
+use super::tail::{activation, clamp_after};
 use super::{Item, Work, const_scalar, is_f32};
-use crate::kernels::epilogue::{Act, Epilogue};
+use crate::kernels::epilogue::Epilogue;
 
 /// True for a node of the default domain with this op type.
-fn onnx(n: &Node, op: &str) -> bool {
+pub(super) fn onnx(n: &Node, op: &str) -> bool {
     n.is(op) && (n.domain.is_empty() || n.domain == "ai.onnx")
 }
 
@@ -94,7 +95,7 @@ fn conv_bn_at(w: &Work<'_>, i: usize) -> Option<(usize, Node, Tensor, Tensor)> {
 // GELU
 
 /// The other input of a two-input node, given one of them.
-fn other(n: &Node, v: ValueId) -> Option<Option<ValueId>> {
+pub(super) fn other(n: &Node, v: ValueId) -> Option<Option<ValueId>> {
     match n.inputs.as_slice() {
         [a, b] if *a == Some(v) => Some(*b),
         [a, b] if *b == Some(v) => Some(*a),
@@ -103,7 +104,7 @@ fn other(n: &Node, v: ValueId) -> Option<Option<ValueId>> {
 }
 
 /// The single output of a node.
-fn out1(n: &Node) -> Option<ValueId> {
+pub(super) fn out1(n: &Node) -> Option<ValueId> {
     match n.outputs.as_slice() {
         [Some(v)] => Some(*v),
         _ => None,
@@ -214,56 +215,9 @@ fn same_shape(a: Option<&[Dim]>, b: Option<&[Dim]>) -> bool {
     }
 }
 
-/// The activation a node computes, when the epilogue can apply it exactly as its kernel would.
-fn activation(w: &Work<'_>, n: &Node) -> Option<Act> {
-    if !n.domain.is_empty() && n.domain != "ai.onnx" {
-        return None;
-    }
-    let f = |name: &str, default: f32| n.attr_or::<f32>(name, default).ok();
-    Some(match n.op_type.as_str() {
-        "Relu" => Act::Relu,
-        "LeakyRelu" => Act::LeakyRelu(f("alpha", 0.01)?),
-        "Sigmoid" => Act::Sigmoid,
-        "HardSigmoid" => Act::HardSigmoid(f("alpha", 0.2)?, f("beta", 0.5)?),
-        "HardSwish" => Act::HardSwish,
-        "Tanh" => Act::Tanh,
-        "Gelu" if n.attr_or::<String>("approximate", "none".into()).ok()? == "none" => Act::Gelu,
-        "Clip" if n.opset < 11 => Act::Clip(f("min", f32::MIN)?, f("max", f32::MAX)?),
-        "Clip" => {
-            let bound = |k: usize, default: f32| match n.inputs.get(k).copied().flatten() {
-                None => Some(default),
-                Some(v) => const_scalar(w, Some(v)),
-            };
-            Act::Clip(bound(1, f32::MIN)?, bound(2, f32::MAX)?)
-        }
-        _ => return None,
-    })
-}
-
-/// `[lo, hi]` when `n` clamps `v` by constants and keeps its shape: a Max (lower bound) or Min
-/// (upper bound) of `v` and a scalar that is not NaN (of rank at most `v`'s, so nothing
-/// broadcasts), or, after an activation, a Clip. For a non-NaN bound Max and Min give what
-/// Clip's comparisons give (NaN passes either way; they differ only in the sign of a zero
-/// equal to the bound).
-fn clamp_after(w: &Work<'_>, n: &Node, v: ValueId, after_act: bool) -> Option<[f32; 2]> {
-    out1(n)?;
-    let rank = w.ty(v).tensor_shape()?.len();
-    if let Some(b) = other(n, v).flatten().filter(|b| *b != v)
-        && (onnx(n, "Max") || onnx(n, "Min"))
-        && w.constant(b)?.rank() <= rank
-        && let Some(c) = const_scalar(w, Some(b)).filter(|c| !c.is_nan())
-    {
-        return Some(if n.is("Max") { [c, f32::INFINITY] } else { [f32::NEG_INFINITY, c] });
-    }
-    match activation(w, n) {
-        Some(Act::Clip(lo, hi)) if after_act && n.inputs.first() == Some(&Some(v)) => Some([lo, hi]),
-        _ => None,
-    }
-}
-
 /// Fuses what follows each f32 Conv, Gemm and MatMul into it: for MatMul an Add of a
 /// constant `[N]` bias, then an Add of a residual of the output's shape, then one activation,
-/// then a clamp by constants ([`clamp_after`]). A MatMulInteger by a constant B takes its Cast to float and Mul by the scales first, then
+/// then a clamp by constants ([`tail::clamp_after`](super::tail::clamp_after)). A MatMulInteger by a constant B takes its Cast to float and Mul by the scales first, then
 /// the same chain.
 pub(crate) fn epilogues(w: &mut Work<'_>) {
     for i in 0..w.items.len() {

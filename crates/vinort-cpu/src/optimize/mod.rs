@@ -55,6 +55,7 @@ pub(crate) mod fuse;
 pub(crate) mod layout;
 pub(crate) mod nhwc;
 pub(crate) mod norm;
+mod tail;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

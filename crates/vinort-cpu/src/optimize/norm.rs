@@ -13,6 +13,7 @@
 
 use vinort_ir::{Attr, DType, Node, Tensor, ValueId};
 
+use super::fuse::{onnx, out1};
 use super::{Item, Work, const_scalar, is_f32};
 use crate::kernels::epilogue::Epilogue;
 
@@ -58,28 +59,16 @@ struct Match {
     beta: Option<ValueId>,
 }
 
-/// True for a default-domain node of this op type with every value edge in place.
-fn is(n: &Node, op: &str) -> bool {
-    n.is(op) && (n.domain.is_empty() || n.domain == "ai.onnx")
-}
-
-fn out1(n: &Node) -> Option<ValueId> {
-    match n.outputs.as_slice() {
-        [Some(v)] => Some(*v),
-        _ => None,
-    }
-}
-
 /// The reader of `v` that is a `op` node with no epilogue, when it is `v`'s only reader.
 fn sole<'a>(w: &'a Work<'_>, v: ValueId, op: &str) -> Option<(usize, &'a Node)> {
     let r = w.sole_reader(v)?;
     let it = w.item(r)?;
-    (is(&it.node, op) && it.epi.is_empty()).then_some((r, &it.node))
+    (onnx(&it.node, op) && it.epi.is_empty()).then_some((r, &it.node))
 }
 
 /// True when `n` is a ReduceMean of `v` over only the last of its `rank` axes, keeping dims.
 fn mean_of_last(w: &Work<'_>, n: &Node, v: ValueId, rank: usize) -> bool {
-    if !is(n, "ReduceMean") || n.inputs.first() != Some(&Some(v)) || n.attr_or::<i64>("keepdims", 1).ok() != Some(1) {
+    if !onnx(n, "ReduceMean") || n.inputs.first() != Some(&Some(v)) || n.attr_or::<i64>("keepdims", 1).ok() != Some(1) {
         return false;
     }
     let axes: Option<Vec<i64>> = if n.opset >= 18 {
@@ -133,15 +122,15 @@ fn layer_norm_at(w: &mut Work<'_>, i: usize) -> Option<Match> {
     let [r1, r2] = readers.as_slice() else { return None };
     let (sq, div) = {
         let a = w.item(*r1)?;
-        if is(&a.node, "Div") { (*r2, *r1) } else { (*r1, *r2) }
+        if onnx(&a.node, "Div") { (*r2, *r1) } else { (*r1, *r2) }
     };
     let sq_node = &w.item(sq)?.node;
-    let squares = (is(sq_node, "Pow")
+    let squares = (onnx(sq_node, "Pow")
         && sq_node.inputs.first() == Some(&Some(d))
         && const_scalar(w, sq_node.inputs.get(1).copied().flatten()) == Some(2.0))
-        || (is(sq_node, "Mul") && sq_node.inputs.as_slice() == [Some(d), Some(d)]);
+        || (onnx(sq_node, "Mul") && sq_node.inputs.as_slice() == [Some(d), Some(d)]);
     let div_node = &w.item(div)?.node;
-    if !squares || !is(div_node, "Div") || div_node.inputs.first() != Some(&Some(d)) || !w.item(sq)?.epi.is_empty() {
+    if !squares || !onnx(div_node, "Div") || div_node.inputs.first() != Some(&Some(d)) || !w.item(sq)?.epi.is_empty() {
         return None;
     }
     let (vi, var) = sole(w, out1(sq_node)?, "ReduceMean")?;

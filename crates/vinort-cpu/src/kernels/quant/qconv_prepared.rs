@@ -394,13 +394,11 @@ impl Prepared {
     }
 
     fn depthwise<X: Q8, S: Sink>(&self, g3: &Geo3, x: &[X], zx: i32, w: &[f32], y: &mut [S::Y], sink: &S) {
-        let (_, [pi, po, pk]) = g3.sizes();
-        let c = g3.c;
+        let ((_, [pi, po, pk]), c) = (g3.sizes(), g3.c);
         // About 32k multiply-adds per task, so small late layers do not pay a fork per plane.
         let min = (1 << 15) / (po * pk).max(1);
         let plane = |(t, yp): (usize, &mut [S::Y])| {
-            let ci = t % c;
-            let mut bufs = PLANES.take();
+            let (ci, mut bufs) = (t % c, PLANES.take());
             let (xf, yf, scratch, acc) = &mut bufs;
             xf.resize(pi, 0.0);
             widen(&x[t * pi..][..pi], zx, xf);
