@@ -150,22 +150,17 @@ fn layer_norm_at(w: &mut Work<'_>, i: usize) -> Option<Match> {
     }
     let mut gone = vec![i, si, sq, vi, ei, ri];
     let (mut y, mut last) = (out1(div_node)?, div);
-    let mut gamma = None;
-    if let Some((mi, mul)) = sole(w, y, "Mul")
-        && let Some(g) = other(mul, y).and_then(|g| row_const(w, g, c, rank))
-    {
+    // Then, optionally, a Mul by γ and an Add of β, each a row constant.
+    let mut affine = |op: &str| {
+        let (r, n) = sole(w, y, op)?;
+        let t = other(n, y).and_then(|t| row_const(w, t, c, rank))?;
+        let out = out1(n)?;
         gone.push(last);
-        (y, last) = (out1(mul)?, mi);
-        gamma = Some(g);
-    }
-    let mut beta = None;
-    if let Some((ai, add)) = sole(w, y, "Add")
-        && let Some(b) = other(add, y).and_then(|b| row_const(w, b, c, rank))
-    {
-        gone.push(last);
-        (y, last) = (out1(add)?, ai);
-        beta = Some(b);
-    }
+        (y, last) = (out, r);
+        Some(t)
+    };
+    let gamma = affine("Mul");
+    let beta = affine("Add");
     let gamma = gamma.map(|g| w.new_const(g));
     let beta = beta.map(|b| w.new_const(b));
     let first = w.item(i)?.node.clone();
