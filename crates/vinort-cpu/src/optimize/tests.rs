@@ -343,7 +343,9 @@ fn constants_fold() {
     let md = model(nodes, &[("a", &[2, 3, 5])], &[("y", &[2, 12])], &inits);
     let (off, on, n_off, n_on) = both(&md, &[random(&mut rng, &[2, 3, 5], 1.0)]);
     assert_eq!((n_off, n_on), (6, 2), "only MatMul and Reshape are left");
-    assert_same(&off[0], &on[0]);
+    // The folded weight is a constant, so the MatMul multiplies by it packed: the same products
+    // summed in another order than the unoptimized run's GEMM, a few f32 roundings apart.
+    ts::assert_close(&f32s(&on[0]), &f32s(&off[0]), 1e-6, 1e-6, "folded dequantized weight");
 }
 
 proptest! {

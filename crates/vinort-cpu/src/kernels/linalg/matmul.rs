@@ -232,8 +232,8 @@ struct MatMul {
     plans: PerShape<MatMulPlan>,
 }
 
-/// Products with fewer rows of A go to the GEMM crate: a tile of one or two rows leaves the
-/// packed micro-kernel waiting on its few accumulators.
+/// Products of two runtime values with fewer rows of A go to the GEMM crate: packing B on every
+/// call does not pay for so few rows. (Constant weights, packed once, take any number of rows.)
 const PACKED_MIN_ROWS: usize = 8;
 
 pub(crate) fn matmul_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
@@ -279,7 +279,6 @@ impl Kernel for MatMul {
             && a.rank() >= 2
             && b.shape() == p.shape()
             && plan.m * plan.n > 0
-            && len / plan.n >= PACKED_MIN_ROWS
         {
             let a = a.to_aligned();
             let bias = self.epi.bias.as_ref().map(|t| t.as_slice::<f32>()).transpose()?;
@@ -332,6 +331,8 @@ struct Gemm {
     /// Opsets before 7 broadcast C only when the `broadcast` attribute says so.
     exact_c: bool,
     b: Option<Tensor>,
+    /// A constant f32 B, as `K × N` (transposed once when `transB`), packed for the micro-kernels.
+    packed: Option<PackedB>,
     /// What the graph optimizer fused after it.
     epi: Epilogue,
 }
@@ -350,13 +351,28 @@ pub(crate) fn fused_gemm_factory(info: &NodeInfo<'_>, epi: Epilogue) -> Result<B
         Some(t) if is_real(t.dtype()) => widen_const(t)?,
         _ => None,
     };
+    let trans_b = n.attr_or("transB", false)?;
+    let packed = match (b.as_ref().or(info.const_input(1)), info.input_dtype(0)) {
+        (Some(t), Some(DType::F32)) if t.rank() == 2 && matches!(t.dtype(), DType::F32 | DType::F16 | DType::BF16) => {
+            let t = to_compute(t)?;
+            let (w, [r, c]) = (t.as_slice::<f32>()?, [t.shape()[0], t.shape()[1]]);
+            if trans_b {
+                let kn: Vec<f32> = (0..r * c).map(|x| w[(x % r) * c + x / r]).collect();
+                PackedB::new(&kn, c, r)
+            } else {
+                PackedB::new(w, r, c)
+            }
+        }
+        _ => None,
+    };
     Ok(Box::new(Gemm {
         alpha: n.attr_or("alpha", 1.0f32)?,
         beta: n.attr_or("beta", 1.0f32)?,
         trans_a: n.attr_or("transA", false)?,
-        trans_b: n.attr_or("transB", false)?,
+        trans_b,
         exact_c: n.opset < 7 && !n.attr_or("broadcast", false)?,
         b,
+        packed,
         epi,
     }))
 }
@@ -389,6 +405,45 @@ struct Operands<'a> {
 }
 
 impl Gemm {
+    /// `alpha · A·B + beta · C` by the packed weights, when A is f32 with contiguous rows, alpha
+    /// is 1 and C is absent, ignored (beta 0) or added whole (beta 1) as a bias over N or an
+    /// `M × N` residual; None otherwise.
+    fn packed(
+        &self,
+        Operands { dims: (m, n, k), a, b, c }: Operands<'_>,
+        inputs: &[Option<&Value>],
+    ) -> Option<Result<Tensor>> {
+        let p = self.packed.as_ref()?;
+        let b_kn = if self.trans_b { [b.shape()[1], b.shape()[0]] } else { [b.shape()[0], b.shape()[1]] };
+        if a.dtype() != DType::F32
+            || self.alpha != 1.0
+            || self.epi.scale.is_some()
+            || b_kn != p.shape()
+            || (self.trans_a && m != 1)
+        {
+            return None;
+        }
+        let c = c.filter(|_| self.beta != 0.0);
+        if c.is_some_and(|(t, rs, cs)| self.beta != 1.0 || cs != 1 || t.len() != if rs == 0 { n } else { m * n }) {
+            return None;
+        }
+        Some((|| {
+            let a = a.to_aligned();
+            let c = c.map(|(t, rs, _)| (t.to_aligned(), rs));
+            let c = c.as_ref().map(|(t, rs)| t.as_slice::<f32>().map(|s| (s, *rs))).transpose()?;
+            let (bias, z) = match c {
+                Some((s, 0)) => (Some(s), None),
+                Some((s, _)) => (None, Some(s)),
+                None => (None, None),
+            };
+            let epi_z = self.epi.operands(inputs, m * n)?;
+            Tensor::try_build::<f32, Error>(&[m, n], |out| {
+                p.product(&a.as_slice::<f32>()?[..m * k], out, bias, z, None)?;
+                self.epi.apply(out, 0, n, epi_z)
+            })
+        })())
+    }
+
     fn real<T: Real>(&self, Operands { dims: (m, n, k), a, b, c }: Operands<'_>, z: EpiOperands<'_>) -> Result<Tensor> {
         let mut av = View::rows(a.as_slice::<T>()?, a.shape()[1]);
         let mut bv = View::rows(b.as_slice::<T>()?, b.shape()[1]);
@@ -472,6 +527,10 @@ impl Kernel for Gemm {
             None => None,
         };
         let dims = (m, n, k);
+        let ops = Operands { dims, a, b, c: c.zip(cs).map(|(t, (rs, cs))| (t, rs, cs)) };
+        if let Some(y) = self.packed(ops, inputs) {
+            return Ok(smallvec::smallvec![y?.into()]);
+        }
         let y = if is_real(dtype) {
             let ac = to_compute(a)?;
             let bc = match &self.b {

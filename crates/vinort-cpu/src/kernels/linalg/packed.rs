@@ -18,6 +18,8 @@ use vinort_ir::{Error, Result, Tensor};
 use crate::kernels::conv::nchwc::{self, BLOCK, Out, RegularTile, regular_tile_dispatch};
 use crate::kernels::epilogue::Act;
 
+use super::few::{self, Few};
+
 /// Rows of A per tile.
 const TILE: usize = 12;
 /// Rows of A per task.
@@ -73,12 +75,34 @@ impl PackedB {
         {
             return Err(Error::invalid("packed matrix product buffers do not match their shapes"));
         }
+        // Relu and Clip are applied by the kernels as they store; other activations after them.
+        let clamp = act.and_then(Act::clamp);
+        let out = Out(y.as_mut_ptr());
+        if rows <= few::MAX_ROWS && few::available() {
+            let few = Few { k, n, a, w, bias, z, clamp: clamp.unwrap_or(nchwc::NO_CLAMP) };
+            let groups = few.groups(rows);
+            let task = |g: usize| {
+                // The whole wrapper, not its pointer field alone (which is not Sync).
+                let out = &out;
+                // SAFETY: the lengths of a, y, z and bias were checked above against rows, k
+                // and n, the packed weights hold ⌈n/16⌉ blocks of k × 16 (built in `new`), the
+                // CPU runs the kernel, and each task writes only its own group's columns.
+                unsafe { few.group(g, out.0) }
+            };
+            if groups > 1 && crate::par::worth(rows * n * k, crate::par::MACS) {
+                use rayon::prelude::*;
+                (0..groups).into_par_iter().for_each(task);
+            } else {
+                (0..groups).for_each(task);
+            }
+            if let Some(act) = act.filter(|_| clamp.is_none()) {
+                act.apply(y);
+            }
+            return Ok(());
+        }
         let nb = n.div_ceil(BLOCK);
         let pairs = nb.div_ceil(2);
         let spans = rows.div_ceil(ROWS);
-        let out = Out(y.as_mut_ptr());
-        // Relu and Clip are applied by the tile as it stores; other activations after it.
-        let clamp = act.and_then(Act::clamp);
         let ctx = RegularTile {
             taps: &[(0, 0)],
             cin: k,
@@ -165,10 +189,12 @@ mod tests {
 
         /// Every element is the f64 sum of its products (within f32 rounding of K terms), plus
         /// the bias and residual, through the activation; columns past N and rows of other
-        /// tiles are not touched.
+        /// tiles are not touched. One to three rows take the few-row kernel, whose passes
+        /// span 8 column blocks (so N past 128 for whole passes and narrow tails).
         #[test]
-        fn packed_product_matches_the_definition(rows in 1usize..40, k in 1usize..70, n in 1usize..50,
-                                                 bias in any::<bool>(), res in any::<bool>(), relu in any::<bool>(),
+        fn packed_product_matches_the_definition(rows in prop_oneof![1usize..40, 1usize..4], k in 1usize..70,
+                                                 n in prop_oneof![1usize..50, 120usize..300],
+                                                 bias in any::<bool>(), res in any::<bool>(), act in 0usize..4,
                                                  seed in any::<u64>()) {
             use rand::{Rng, SeedableRng};
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
@@ -176,7 +202,7 @@ mod tests {
             let (a, b, bv, z) = (draw(rows * k), draw(k * n), draw(n), draw(rows * n));
             let Some(p) = PackedB::new(&b, k, n) else { return Ok(()) };
             let mut y = vec![f32::NAN; rows * n];
-            let act = relu.then_some(Act::Relu);
+            let act = [None, Some(Act::Relu), Some(Act::Clip(-0.5, 0.75)), Some(Act::Sigmoid)][act];
             p.product(&a, &mut y, bias.then_some(&bv[..]), res.then_some(&z[..]), act)
                 .unwrap_or_else(|e| panic!("{e}"));
             let mut want = vec![0f64; rows * n];
@@ -185,7 +211,12 @@ mod tests {
                 let mut v: f64 = (0..k).map(|j| f64::from(a[r * k + j]) * f64::from(b[j * n + c])).sum();
                 if bias { v += f64::from(bv[c]); }
                 if res { v += f64::from(z[i]); }
-                *w = if relu { v.max(0.0) } else { v };
+                *w = match act {
+                    None => v,
+                    Some(Act::Relu) => v.max(0.0),
+                    Some(Act::Clip(lo, hi)) => v.clamp(f64::from(lo), f64::from(hi)),
+                    Some(_) => 1.0 / (1.0 + (-v).exp()),
+                };
             }
             let got: Vec<f64> = y.iter().map(|v| f64::from(*v)).collect();
             ts::assert_close(&got, &want, 1e-5, 1e-5 * k as f64, "packed product");
