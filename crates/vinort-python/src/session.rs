@@ -36,7 +36,7 @@ pub(crate) struct Session {
 #[pymethods]
 impl Session {
     #[new]
-    #[pyo3(signature = (model, providers, intra_op_num_threads=0, graph_optimization_level=99, free_dimensions=vec![]))]
+    #[pyo3(signature = (model, providers, intra_op_num_threads=0, graph_optimization_level=99, free_dimensions=vec![], config_entries=vec![]))]
     fn new(
         py: Python<'_>,
         model: &Bound<'_, PyAny>,
@@ -44,6 +44,7 @@ impl Session {
         intra_op_num_threads: i64,
         graph_optimization_level: i64,
         free_dimensions: Vec<(String, usize)>,
+        config_entries: Vec<(String, String)>,
     ) -> PyResult<Session> {
         let requested = Requested::parse(providers)?;
         // onnxruntime takes 0 and any negative count as "its default".
@@ -69,6 +70,9 @@ impl Session {
             let shown = path.display().to_string();
             (guard(|| Runtime::load(&path))?, Some(shown))
         };
+        // The session config entries, as `SessionBuilder::config_entry` takes them (vinort acts on
+        // `session.cost_model` and `ep.context_*`; the others become plan warnings).
+        let builder = config_entries.into_iter().fold(builder, |b, (k, v)| b.config_entry(k, v));
         // Compiling can take seconds (OpenVINO): other Python threads may run meanwhile.
         let session = py.detach(|| guard(|| builder.providers(built).build()))?;
 

@@ -110,11 +110,41 @@ def test_provider_option_mistakes(vinort):
         vinort.InferenceSession(MOBILENET, providers={"CPUExecutionProvider"}, **strict)
 
 
+def split_options(vinort, **entries):
+    opts = vinort.SessionOptions()
+    for k, v in entries.items():
+        opts.add_session_config_entry(k, v)
+    return opts
+
+
 def test_plan_names_each_provider_of_a_split_model(vinort):
-    # partition_cnn has a node OpenVINO refuses: OpenVINO runs the rest, Cpu that node.
-    sess = vinort.InferenceSession(PARTITION, providers=OPENVINO_CPU[0], provider_options=OPENVINO_CPU[1])
-    plan = sess.plan()
-    assert "OpenVino(CPU)" in plan and "Cpu" in plan, plan
+    # partition_cnn has a node OpenVINO refuses: without the cost model (which finds the model
+    # too small to be worth a hand-off), OpenVINO runs the rest and Cpu that node.
+    opts = split_options(vinort, **{"session.cost_model": "0"})
+    sess = vinort.InferenceSession(PARTITION, opts, providers=OPENVINO_CPU[0], provider_options=OPENVINO_CPU[1])
+    assert [p for p, _ in sess._sess.partitions()] == ["OpenVino(CPU)", "Cpu", "OpenVino(CPU)"], sess.plan()
+    assert "OpenVino(CPU)" in sess.plan() and "Cpu" in sess.plan()
+
+
+def test_session_config_entries_reach_the_session(vinort, tmp_path):
+    # session.cost_model: on by default (the small CNN runs on Cpu alone), "0"/"off" turn it off,
+    # anything else is rejected as onnxruntime rejects a bad config value.
+    ov = {"providers": OPENVINO_CPU[0], "provider_options": OPENVINO_CPU[1]}
+    assert [p for p, _ in vinort.InferenceSession(PARTITION, **ov)._sess.partitions()] == ["Cpu"]
+    off = vinort.InferenceSession(PARTITION, split_options(vinort, **{"session.cost_model": "off"}), **ov)
+    assert "OpenVino(CPU)" in [p for p, _ in off._sess.partitions()]
+    with pytest.raises(vinort.InvalidArgument, match="session.cost_model"):
+        vinort.InferenceSession(PARTITION, split_options(vinort, **{"session.cost_model": "maybe"}), **ov)
+    # ep.context_enable saves the compiled model where ep.context_file_path says; it runs alike.
+    ctx = tmp_path / "ctx.onnx"
+    save = split_options(vinort, **{"ep.context_enable": "1", "ep.context_file_path": str(ctx)})
+    first = vinort.InferenceSession(MOBILENET, save, providers=["OpenVINOExecutionProvider"],
+                                    provider_options=[OPENVINO_CPU[1][0]])
+    assert ctx.exists()
+    again = vinort.InferenceSession(str(ctx), providers=["OpenVINOExecutionProvider"],
+                                    provider_options=[OPENVINO_CPU[1][0]])
+    feeds, _ = load_test_data("mobilenetv2_tiny")
+    np.testing.assert_array_equal(first.run(None, feeds)[0], again.run(None, feeds)[0])
 
 
 # --- session options --------------------------------------------------------------------------

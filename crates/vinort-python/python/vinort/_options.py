@@ -190,7 +190,13 @@ class SessionOptions:
 
 
 #: The session config entries vinort reads, looked up on an onnxruntime.SessionOptions too.
-_CONFIG_KEYS_READ = ("session.disable_cpu_ep_fallback",)
+_CONFIG_KEYS_READ = (
+    "session.disable_cpu_ep_fallback",
+    "session.cost_model",
+    "ep.context_enable",
+    "ep.context_file_path",
+    "ep.context_embed_mode",
+)
 
 
 def read(options) -> dict:

@@ -155,6 +155,8 @@ class InferenceSession:
                 opts["intra_op_num_threads"],
                 int(opts["graph_optimization_level"]),
                 list(opts["free_dims"].items()),
+                # Fallback is resolved above, into the provider list, as onnxruntime does it.
+                [(k, v) for k, v in opts["config"].items() if k != "session.disable_cpu_ep_fallback"],
             )
         for name, why in self._sess.skipped_providers():
             warnings.warn(f"{name} could not start and is left out: {why}", stacklevel=3)
