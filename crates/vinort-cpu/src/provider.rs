@@ -249,8 +249,8 @@ impl CompiledPartition for CpuPartition {
     /// injected, one could nest inside another without bound. Callers arriving while a plan is
     /// hosted run their plans themselves, kernel by kernel handed to the pool as before (a
     /// worker of another pool hands its whole plan to the partition's own pool instead). A
-    /// plan whose runs are shorter than [`INLINE_BELOW_NS`] runs on the caller's thread when
-    /// that measured faster ([`Placement`]).
+    /// plan whose runs are shorter than [`INLINE_BELOW_NS`] runs on the caller's thread alone
+    /// (its kernels' loops not handed to any pool) when that measured faster ([`Placement`]).
     fn run(&self, inputs: &[&Value], ctx: &RunContext) -> Result<Vec<Value>> {
         let run = || self.plan.run(inputs, ctx);
         let on_worker = match &self.pool {
@@ -271,7 +271,14 @@ impl CompiledPartition for CpuPartition {
         }
         let inline = self.placement.inline();
         let started = std::time::Instant::now();
-        let out = if inline { run() } else { self.run_hosted(run) };
+        let out = if inline {
+            // On the caller's thread alone: a short plan's parallel loops would each hand work
+            // to sleeping workers and wait for them (a 20 µs one-step GRU took 40–130 µs so).
+            let _serial = crate::par::Serial::enter();
+            run()
+        } else {
+            self.run_hosted(run)
+        };
         self.placement.record(inline, started.elapsed());
         out
     }
@@ -414,7 +421,8 @@ mod tests {
     }
 
     /// A partition asked for one thread runs on the caller's thread with kernels kept on it
-    /// (`par::serial`); one of two threads hands its first run to its pool, never serial.
+    /// (`par::serial`); one of two threads hands its first run to its pool, and a run it
+    /// measures on the caller's thread keeps its kernels there too.
     #[test]
     fn one_thread_partitions_run_on_the_callers_thread() {
         type Seen = std::sync::Mutex<Vec<(std::thread::ThreadId, bool)>>;
@@ -447,8 +455,11 @@ mod tests {
             if threads == 1 {
                 assert!(seen.iter().all(|(t, serial)| *t == here && *serial), "{seen:?}");
             } else {
-                // The first run is hosted on the pool (later short ones may be measured inline).
-                assert!(seen[0].0 != here && seen.iter().all(|(_, serial)| !*serial), "{seen:?}");
+                // The first run is hosted on the pool, not serial; a later short one measured
+                // inline runs on this thread, serial.
+                assert!(seen[0].0 != here && !seen[0].1, "{seen:?}");
+                assert!(seen.iter().all(|(t, serial)| (*t == here) == *serial), "{seen:?}");
+                assert!(seen.iter().any(|(t, _)| *t == here), "a short plan is measured inline: {seen:?}");
             }
         }
         assert!(!crate::par::serial(), "the mark ends with the run");

@@ -20,6 +20,13 @@ use crate::kernels::conv::nchwc::BLOCK;
 /// Rows of A the kernel takes at most per pass.
 pub(super) const MAX_ROWS: usize = 3;
 
+/// Multiply-adds from which a few-row product splits its column groups across threads. Far
+/// above [`crate::par::MACS`]: such a product runs near L2 bandwidth on one core (a 256 × 768
+/// step of a GRU, 196 K multiply-adds, takes ~8 µs), and waking a sleeping worker costs about
+/// as much; a recurrence pays it at every step (a one-step GRU ran 55 µs with the hand-off,
+/// 23 µs without).
+pub(super) const PARALLEL_MACS: usize = 1 << 20;
+
 /// Whether this CPU runs the few-row kernel.
 pub(super) fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -93,19 +100,16 @@ impl Few<'_> {
             // SAFETY: the contract, and the CPU has what each branch's kernel needs.
             unsafe {
                 if crate::isa::avx512() {
-                    return match (h, nb) {
-                        (1, 8) => p.avx512::<1, 8>(),
-                        (2, 8) => p.avx512::<2, 8>(),
-                        (3, 8) => p.avx512::<3, 8>(),
-                        (_, _) => p.avx512_narrow(h, nb),
+                    return match h {
+                        1 => p.avx512_rows::<1>(nb),
+                        2 => p.avx512_rows::<2>(nb),
+                        _ => p.avx512_rows::<3>(nb),
                     };
                 }
-                match (h, nb) {
-                    (1, 4) => p.avx2::<1, 4>(),
-                    (1, _) => p.avx2_narrow(1, nb),
-                    (2, 2) => p.avx2::<2, 2>(),
-                    (3, 2) => p.avx2::<3, 2>(),
-                    (_, _) => p.avx2_narrow(h, nb),
+                match h {
+                    1 => p.avx2_rows::<1>(nb),
+                    2 => p.avx2_rows::<2>(nb),
+                    _ => p.avx2_rows::<3>(nb),
                 }
             }
         }
@@ -133,22 +137,24 @@ const AHEAD: usize = 16;
 
 #[cfg(target_arch = "x86_64")]
 impl Pass<'_> {
-    /// Fewer blocks than a full pass (the last columns): one block at a time, each its own pass.
+    /// `H` rows by `nb` (1 to 8) blocks with AVX-512: the kernel compiled for that many.
     ///
     /// # Safety
     ///
     /// As [`Few::pass`]; AVX-512F.
     #[target_feature(enable = "avx512f")]
-    unsafe fn avx512_narrow(&self, h: usize, nb: usize) {
-        for b in 0..nb {
-            let p = Pass { b0: self.b0 + b, ..*self };
-            // SAFETY: one of the caller's blocks, the caller's rows.
-            unsafe {
-                match h {
-                    1 => p.avx512::<1, 1>(),
-                    2 => p.avx512::<2, 1>(),
-                    _ => p.avx512::<3, 1>(),
-                }
+    unsafe fn avx512_rows<const H: usize>(&self, nb: usize) {
+        // SAFETY: the caller's contract, with nb blocks.
+        unsafe {
+            match nb {
+                8 => self.avx512::<H, 8>(),
+                7 => self.avx512::<H, 7>(),
+                6 => self.avx512::<H, 6>(),
+                5 => self.avx512::<H, 5>(),
+                4 => self.avx512::<H, 4>(),
+                3 => self.avx512::<H, 3>(),
+                2 => self.avx512::<H, 2>(),
+                _ => self.avx512::<H, 1>(),
             }
         }
     }
@@ -190,22 +196,20 @@ impl Pass<'_> {
         }
     }
 
-    /// Fewer blocks than a full AVX2 pass, one block at a time.
+    /// `H` rows by `nb` (1 to 4) blocks with AVX2: the kernel compiled for that many.
     ///
     /// # Safety
     ///
     /// As [`Few::pass`]; AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn avx2_narrow(&self, h: usize, nb: usize) {
-        for b in 0..nb {
-            let p = Pass { b0: self.b0 + b, ..*self };
-            // SAFETY: one of the caller's blocks, the caller's rows.
-            unsafe {
-                match h {
-                    1 => p.avx2::<1, 1>(),
-                    2 => p.avx2::<2, 1>(),
-                    _ => p.avx2::<3, 1>(),
-                }
+    unsafe fn avx2_rows<const H: usize>(&self, nb: usize) {
+        // SAFETY: the caller's contract, with nb blocks.
+        unsafe {
+            match nb {
+                4 => self.avx2::<H, 4>(),
+                3 => self.avx2::<H, 3>(),
+                2 => self.avx2::<H, 2>(),
+                _ => self.avx2::<H, 1>(),
             }
         }
     }

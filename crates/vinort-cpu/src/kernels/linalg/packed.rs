@@ -26,6 +26,7 @@ const TILE: usize = 12;
 const ROWS: usize = 8 * TILE;
 
 /// B (`K × N`, row-major) packed for [`PackedB::product`].
+#[derive(Debug)]
 pub(crate) struct PackedB {
     k: usize,
     n: usize,
@@ -89,7 +90,7 @@ impl PackedB {
                 // CPU runs the kernel, and each task writes only its own group's columns.
                 unsafe { few.group(g, out.0) }
             };
-            if groups > 1 && crate::par::worth(rows * n * k, crate::par::MACS) {
+            if groups > 1 && crate::par::worth(rows * n * k, few::PARALLEL_MACS) {
                 use rayon::prelude::*;
                 (0..groups).into_par_iter().for_each(task);
             } else {

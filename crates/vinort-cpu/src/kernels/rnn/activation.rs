@@ -75,6 +75,11 @@ impl Activation {
     }
 
     /// The function at one point.
+    /// [`Activation::eval`] over a slice, in place (vectorized where [`Float::activate`] is).
+    pub fn apply<T: Float>(&self, v: &mut [T]) {
+        T::activate(*self, v)
+    }
+
     #[inline]
     pub fn eval<T: Float>(&self, x: T) -> T {
         let (zero, one) = (T::ZERO, T::ONE);

@@ -3,6 +3,10 @@
 
 use vinort_ir::{DType, Error, Result, Tensor};
 
+use super::activation::{Activation, Kind};
+use crate::kernels::linalg::packed::PackedB;
+use crate::vmath::{self, Fun};
+
 pub(crate) use crate::kernels::dense::View as Mat;
 use crate::kernels::linalg::common::Real;
 
@@ -15,6 +19,14 @@ pub(crate) trait Float: Real {
     fn load(t: &Tensor) -> Result<std::borrow::Cow<'_, [Self]>>;
     /// A tensor of `dtype` (one [`Float::load`] accepts) holding `v`, narrowed if need be.
     fn store(dtype: DType, shape: &[usize], v: &[Self]) -> Result<Tensor>;
+    /// `a.eval(x)` for every `x` of `v`, in place.
+    fn activate(a: Activation, v: &mut [Self]) {
+        for x in v {
+            *x = a.eval(*x);
+        }
+    }
+    /// `y = a · B` by weights packed once; None for a type they are not packed for (f32 only).
+    fn packed(p: &PackedB, a: &[Self], y: &mut [Self]) -> Option<Result<()>>;
 }
 
 fn wrong_type(d: DType, want: &str) -> Error {
@@ -31,6 +43,26 @@ impl Float for f32 {
     }
     fn store(dtype: DType, shape: &[usize], v: &[Self]) -> Result<Tensor> {
         crate::numeric::from_f32_slice(dtype, shape, v)
+    }
+    /// Sigmoid, Tanh, LeakyRelu and HardSigmoid through the vector math (within an ulp or two
+    /// of the scalar functions, NaN passing alike); the rest element by element.
+    fn activate(a: Activation, v: &mut [f32]) {
+        let fun = match a.kind {
+            Kind::Sigmoid => Fun::Sigmoid,
+            Kind::Tanh => Fun::Tanh,
+            Kind::LeakyRelu => Fun::LeakyRelu(a.alpha),
+            Kind::HardSigmoid => Fun::HardSigmoid(a.alpha, a.beta),
+            _ => {
+                for x in v {
+                    *x = a.eval(*x);
+                }
+                return;
+            }
+        };
+        vmath::apply_in_place(fun, v);
+    }
+    fn packed(p: &PackedB, a: &[f32], y: &mut [f32]) -> Option<Result<()>> {
+        Some(p.product(a, y, None, None, None))
     }
 }
 
@@ -49,6 +81,9 @@ impl Float for f64 {
             DType::F64 => Tensor::from_slice(shape, v),
             d => Err(wrong_type(d, "f64")),
         }
+    }
+    fn packed(_: &PackedB, _: &[f64], _: &mut [f64]) -> Option<Result<()>> {
+        None
     }
 }
 

@@ -11,7 +11,9 @@
 //!
 //! Dtypes: f32, f64, f16 and bf16. f16 and bf16 are widened to f32 for the computation (so
 //! gate sums accumulate in f32) and narrowed back once at the end; f64 computes in f64.
-//! Matrix products go through the `gemm` crate ([`math::matmul`]).
+//! Constant f32 weights are packed once for the packed product kernels and the gate
+//! activations run over whole vectors ([`step`]); other matrix products go through the `gemm`
+//! crate ([`math::matmul`]).
 
 use crate::kernel::Registry;
 
@@ -19,6 +21,7 @@ pub(crate) mod activation;
 pub(crate) mod dynamic_lstm;
 pub(crate) mod math;
 pub(crate) mod recurrent;
+mod step;
 
 #[cfg(test)]
 mod tests;

@@ -24,7 +24,8 @@ use vinort_ir::Values;
 use vinort_ir::{Error, Result, RunContext, Tensor, Value};
 
 use super::activation::{self, Activation, Kind};
-use super::math::{Float, Mat, matmul};
+use super::math::Float;
+use super::step::{DirInput, DirOutput, PackedDir, Recurrence};
 use crate::kernel::{
     Kernel, MAX_OPSET, NodeInfo, Registry, opt_tensor_in, opt_tensors_in, tensor_in, tensors_in, with_numeric,
 };
@@ -60,7 +61,7 @@ pub(crate) enum Cell {
 }
 
 impl Cell {
-    fn gates(self) -> usize {
+    pub(crate) fn gates(self) -> usize {
         match self {
             Cell::Rnn => 1,
             Cell::Gru { .. } => 3,
@@ -123,6 +124,8 @@ pub(crate) struct Recurrent {
     pub wanted: [bool; 3],
     /// Number of output slots the node has.
     pub n_out: usize,
+    /// Constant f32 W and R packed once, one per direction (empty otherwise).
+    pub packed: Vec<PackedDir>,
 }
 
 fn factory(info: &NodeInfo<'_>, cell: Cell) -> Result<Box<dyn Kernel>> {
@@ -180,8 +183,30 @@ impl Recurrent {
             )));
         }
         let wanted = [0, 1, 2].map(|i| n.outputs.get(i).is_some_and(Option::is_some));
-        Ok(Recurrent { cell, direction, hidden_size, batch_first, clip, acts, wanted, n_out: n.outputs.len() })
+        let packed = pack(info, cell, direction.count()).unwrap_or_default();
+        Ok(Recurrent { cell, direction, hidden_size, batch_first, clip, acts, wanted, n_out: n.outputs.len(), packed })
     }
+}
+
+/// Every direction's W and R packed, when both are f32 constants of a consistent shape and
+/// this CPU has the packed kernels; None otherwise (the run checks the shapes and says what
+/// is wrong).
+fn pack(info: &NodeInfo<'_>, cell: Cell, dirs: usize) -> Option<Vec<PackedDir>> {
+    let (w, r) = (info.const_input(1)?, info.const_input(2)?);
+    if w.dtype() != vinort_ir::DType::F32 || r.dtype() != vinort_ir::DType::F32 {
+        return None;
+    }
+    let (&[wd, gh, input], &[rd, rgh, hidden]) = (w.shape(), r.shape()) else { return None };
+    if wd != dirs || rd != dirs || gh != rgh || gh != cell.gates() * hidden || gh == 0 || input == 0 {
+        return None;
+    }
+    let (w, r) = (w.as_slice::<f32>().ok()?, r.as_slice::<f32>().ok()?);
+    (0..dirs)
+        .map(|d| {
+            let (wd, rd) = (&w[d * gh * input..(d + 1) * gh * input], &r[d * gh * hidden..(d + 1) * gh * hidden]);
+            PackedDir::new(cell, wd, rd, input, hidden)
+        })
+        .collect()
 }
 
 impl Kernel for Recurrent {
@@ -212,34 +237,6 @@ fn swap01<T: Copy>(v: &[T], a: usize, b: usize, inner: usize) -> Vec<T> {
         }
     }
     out
-}
-
-/// What one direction reads: its slices of the weights and initial states, in compute type.
-struct DirInput<'a, T> {
-    /// `[gates * hidden, input]`.
-    w: &'a [T],
-    /// `[gates * hidden, hidden]`.
-    r: &'a [T],
-    /// `[2 * gates * hidden]`: Wb then Rb.
-    b: Option<&'a [T]>,
-    /// `[3 * hidden]`: peepholes i, o, f.
-    p: Option<&'a [T]>,
-    /// `[batch, hidden]`.
-    h0: Option<&'a [T]>,
-    /// `[batch, hidden]`.
-    c0: Option<&'a [T]>,
-    acts: &'a [Activation],
-    reverse: bool,
-}
-
-/// What one direction produces.
-struct DirOutput<T> {
-    /// `[seq, batch, hidden]`, when Y is wanted.
-    y: Option<Vec<T>>,
-    /// Final hidden state `[batch, hidden]`.
-    h: Vec<T>,
-    /// Final cell state `[batch, hidden]` (LSTM; empty otherwise).
-    c: Vec<T>,
 }
 
 impl Recurrent {
@@ -368,10 +365,21 @@ impl Recurrent {
         fn part<'v, T: Clone>(v: &'v Option<Cow<'_, [T]>>, d: usize, len: usize) -> Option<&'v [T]> {
             v.as_deref().map(|v| &v[d * len..(d + 1) * len])
         }
+        let steps = Recurrence {
+            cell: self.cell,
+            seq,
+            batch,
+            input,
+            hidden,
+            clip: self.clip,
+            want_y: self.wanted[0],
+            lens: lens.as_deref(),
+        };
         let run = |d: usize| {
             let input = DirInput {
                 w: &w[d * gh * input..(d + 1) * gh * input],
                 r: &r[d * gh * hidden..(d + 1) * gh * hidden],
+                packed: self.packed.get(d),
                 b: part(&b, d, 2 * gh),
                 p: part(&p, d, 3 * hidden),
                 h0: part(&h0, d, batch * hidden),
@@ -379,7 +387,7 @@ impl Recurrent {
                 acts: &self.acts[d * per_fn..(d + 1) * per_fn],
                 reverse: self.direction.reverse(d),
             };
-            self.run_direction(dims, &x, lens.as_deref(), &input)
+            steps.run(&x, &input)
         };
         let work = seq.saturating_mul(batch).saturating_mul(gh).saturating_mul(input + hidden);
         let outs: Vec<DirOutput<T>> = if dirs == 2 && work >= PAR_MIN_DIR && !crate::par::serial() {
@@ -425,150 +433,5 @@ impl Recurrent {
             result.push(if self.wanted[2] { finals(|o| &o.c)? } else { placeholder() });
         }
         Ok(result)
-    }
-
-    /// Bounds a pre-activation to `[-clip, clip]` (identity without `clip`).
-    fn clip_fn<T: Float>(&self) -> impl Fn(T) -> T + use<T> {
-        let c = self.clip.map(|c| T::from_f64(c as f64));
-        move |v: T| match c {
-            Some(c) if v > c => c,
-            Some(c) if v < -c => -c,
-            _ => v,
-        }
-    }
-
-    /// Runs the recurrence of one direction over the whole sequence.
-    fn run_direction<T: Float>(
-        &self,
-        dims: Dims,
-        x: &[T],
-        lens: Option<&[usize]>,
-        inp: &DirInput<'_, T>,
-    ) -> Result<DirOutput<T>> {
-        let Dims { seq, batch, input, hidden: h, .. } = dims;
-        let gh = self.cell.gates() * h;
-        let clip = self.clip_fn::<T>();
-        let lbr = matches!(self.cell, Cell::Gru { linear_before_reset: true });
-
-        // Every step's input projection at once: xw[t * batch + b] = X[t, b] @ W^T.
-        let mut xw = vec![T::ZERO; seq * batch * gh];
-        matmul((seq * batch, gh, input), Mat::rows(x, input), Mat::rows(inp.w, input).t(), &mut xw, false)?;
-        let mut rbh: Option<&[T]> = None;
-        if let Some(bias) = inp.b {
-            let (wb, rb) = bias.split_at(gh);
-            // The reset gate scales GRU's Rbh under linear_before_reset, so it stays apart.
-            if lbr {
-                rbh = Some(&rb[2 * h..]);
-            }
-            let folded: Vec<T> =
-                wb.iter().zip(rb).enumerate().map(|(j, (w, r))| if lbr && j >= 2 * h { *w } else { *w + *r }).collect();
-            for row in xw.chunks_exact_mut(gh) {
-                for (v, b) in row.iter_mut().zip(&folded) {
-                    *v += *b;
-                }
-            }
-        }
-
-        let mut hs = inp.h0.map_or_else(|| vec![T::ZERO; batch * h], <[T]>::to_vec);
-        let mut cs = match self.cell {
-            Cell::Lstm { .. } => inp.c0.map_or_else(|| vec![T::ZERO; batch * h], <[T]>::to_vec),
-            _ => Vec::new(),
-        };
-        let mut y = self.wanted[0].then(|| vec![T::ZERO; seq * batch * h]);
-        let mut rec = vec![T::ZERO; batch * gh];
-        // GRU without linear_before_reset: `r ⊙ H` and its product with Rh.
-        let (mut rh, mut rh_r) = match self.cell {
-            Cell::Gru { linear_before_reset: false } => (vec![T::ZERO; batch * h], vec![T::ZERO; batch * h]),
-            _ => (Vec::new(), Vec::new()),
-        };
-        let acts = inp.acts;
-        let act = |i: usize| acts.get(i).copied().ok_or_else(|| Error::invalid("missing activation function"));
-
-        for s in 0..seq {
-            let t = if inp.reverse { seq - 1 - s } else { s };
-            let active: Vec<bool> = (0..batch).map(|b| lens.is_none_or(|l| t < l[b])).collect();
-            if !active.contains(&true) {
-                continue;
-            }
-            let xt = &xw[t * batch * gh..(t + 1) * batch * gh];
-            match self.cell {
-                Cell::Rnn => {
-                    let f = act(0)?;
-                    matmul((batch, h, h), Mat::rows(&hs, h), Mat::rows(inp.r, h).t(), &mut rec, false)?;
-                    for b in (0..batch).filter(|b| active[*b]) {
-                        let span = b * h..(b + 1) * h;
-                        for ((hv, xv), rv) in hs[span.clone()].iter_mut().zip(&xt[span.clone()]).zip(&rec[span]) {
-                            *hv = f.eval(clip(*xv + *rv));
-                        }
-                    }
-                }
-                Cell::Lstm { input_forget } => {
-                    let (f, g, hact) = (act(0)?, act(1)?, act(2)?);
-                    matmul((batch, gh, h), Mat::rows(&hs, h), Mat::rows(inp.r, h).t(), &mut rec, false)?;
-                    for b in (0..batch).filter(|b| active[*b]) {
-                        let pre = &rec[b * gh..(b + 1) * gh];
-                        let xr = &xt[b * gh..(b + 1) * gh];
-                        let gate = |k: usize, j: usize| pre[k * h + j] + xr[k * h + j];
-                        let (hrow, crow) = (&mut hs[b * h..(b + 1) * h], &mut cs[b * h..(b + 1) * h]);
-                        for j in 0..h {
-                            let cp = crow[j];
-                            let peep = |k: usize| inp.p.map_or(T::ZERO, |p| p[k * h + j]);
-                            let i = f.eval(clip(gate(0, j) + peep(0) * cp));
-                            let fg = if input_forget { T::ONE - i } else { f.eval(clip(gate(2, j) + peep(2) * cp)) };
-                            let cand = g.eval(clip(gate(3, j)));
-                            let c = fg * cp + i * cand;
-                            let o = f.eval(clip(gate(1, j) + peep(1) * c));
-                            crow[j] = c;
-                            hrow[j] = o * hact.eval(c);
-                        }
-                    }
-                }
-                Cell::Gru { linear_before_reset: true } => {
-                    let (f, g) = (act(0)?, act(1)?);
-                    matmul((batch, gh, h), Mat::rows(&hs, h), Mat::rows(inp.r, h).t(), &mut rec, false)?;
-                    for b in (0..batch).filter(|b| active[*b]) {
-                        let pre = &rec[b * gh..(b + 1) * gh];
-                        let xr = &xt[b * gh..(b + 1) * gh];
-                        let hrow = &mut hs[b * h..(b + 1) * h];
-                        for j in 0..h {
-                            let z = f.eval(clip(xr[j] + pre[j]));
-                            let r = f.eval(clip(xr[h + j] + pre[h + j]));
-                            let rb = rbh.map_or(T::ZERO, |rb| rb[j]);
-                            let n = g.eval(clip(xr[2 * h + j] + r * (pre[2 * h + j] + rb)));
-                            hrow[j] = (T::ONE - z) * n + z * hrow[j];
-                        }
-                    }
-                }
-                Cell::Gru { linear_before_reset: false } => {
-                    let (f, g) = (act(0)?, act(1)?);
-                    // z and r first; the candidate's recurrent product needs r ⊙ H.
-                    let zr = &mut rec[..batch * 2 * h];
-                    matmul((batch, 2 * h, h), Mat::rows(&hs, h), Mat::rows(&inp.r[..2 * h * h], h).t(), zr, false)?;
-                    for b in 0..batch {
-                        for j in 0..h {
-                            let (zi, ri) = (b * 2 * h + j, b * 2 * h + h + j);
-                            zr[zi] = f.eval(clip(xt[b * gh + j] + zr[zi]));
-                            zr[ri] = f.eval(clip(xt[b * gh + h + j] + zr[ri]));
-                            rh[b * h + j] = zr[ri] * hs[b * h + j];
-                        }
-                    }
-                    matmul((batch, h, h), Mat::rows(&rh, h), Mat::rows(&inp.r[2 * h * h..], h).t(), &mut rh_r, false)?;
-                    for b in (0..batch).filter(|b| active[*b]) {
-                        for j in 0..h {
-                            let z = rec[b * 2 * h + j];
-                            let n = g.eval(clip(xt[b * gh + 2 * h + j] + rh_r[b * h + j]));
-                            hs[b * h + j] = (T::ONE - z) * n + z * hs[b * h + j];
-                        }
-                    }
-                }
-            }
-            if let Some(y) = y.as_mut() {
-                for b in (0..batch).filter(|b| active[*b]) {
-                    let dst = (t * batch + b) * h;
-                    y[dst..dst + h].copy_from_slice(&hs[b * h..(b + 1) * h]);
-                }
-            }
-        }
-        Ok(DirOutput { y, h: hs, c: cs })
     }
 }

@@ -10,7 +10,7 @@ use vinort_ir::{Attr, DType, Error, Node, Result, Tensor};
 
 use super::activation::{self, Activation, Kind};
 use crate::test_support::{
-    self as ts, Cases, Tol, check_close, config, expect_err, run_node, run_node_cases, tensor, tensor_of,
+    self as ts, Cases, Known, Tol, check_close, config, expect_err, run_node, run_node_cases, tensor, tensor_of,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -479,7 +479,9 @@ fn random_vec(rng: &mut StdRng, n: usize, scale: f64) -> Vec<f64> {
 }
 
 /// A random recurrent problem: `kind` picks RNN / GRU / GRU(lbr) / LSTM / LSTM(input_forget),
-/// `opts` bits switch on B, initial states, sequence_lens, peepholes, clip and custom activations.
+/// `opts` bits switch on B, initial states, sequence_lens, peepholes, clip and custom activations;
+/// bit 6 makes it wide (hidden 30–70, batch up to 5, input up to 40: gate rows of several
+/// 16-column blocks, batches past the few-row kernel's 3 rows).
 fn random_rec(seed: u64, kind: usize, dir: usize, layout: usize, opts: u32) -> Rec {
     let mut rng = StdRng::seed_from_u64(seed);
     let (op, lbr, input_forget) = [
@@ -490,8 +492,14 @@ fn random_rec(seed: u64, kind: usize, dir: usize, layout: usize, opts: u32) -> R
         ("LSTM", false, true),
     ][kind];
     let dir = ["forward", "reverse", "bidirectional"][dir];
-    let (seq, batch, input, hidden) =
-        (rng.random_range(1..5), rng.random_range(1..4), rng.random_range(1..5), rng.random_range(1..5));
+    let wide = opts & (1 << 6) != 0;
+    let (seq, batch, input, hidden) = if wide {
+        (rng.random_range(1..4), rng.random_range(1..6), rng.random_range(1..40), rng.random_range(30..70))
+    } else {
+        (rng.random_range(1..5), rng.random_range(1..4), rng.random_range(1..5), rng.random_range(1..5))
+    };
+    // Wide sums keep their pre-activations off the activations' flat tails.
+    let scale = if wide { 0.15 } else { 0.8 };
     let nd = if dir == "bidirectional" { 2 } else { 1 };
     let gates = match op {
         "RNN" => 1,
@@ -527,8 +535,8 @@ fn random_rec(seed: u64, kind: usize, dir: usize, layout: usize, opts: u32) -> R
         acts,
         clip: on(4).then(|| rng.random_range(0.2f32..1.5) as f64),
         x: random_vec(&mut rng, seq * batch * input, 1.0),
-        w: random_vec(&mut rng, nd * gh * input, 0.8),
-        r: random_vec(&mut rng, nd * gh * hidden, 0.8),
+        w: random_vec(&mut rng, nd * gh * input, scale),
+        r: random_vec(&mut rng, nd * gh * hidden, scale),
         b: on(0).then(|| random_vec(&mut rng, nd * 2 * gh, 0.5)),
         h0: on(1).then(|| random_vec(&mut rng, nd * batch * hidden, 1.0)),
         c0: (on(1) && op == "LSTM").then(|| random_vec(&mut rng, nd * batch * hidden, 1.0)),
@@ -550,10 +558,16 @@ fn to_layout1(v: &[f64], outer: usize, mid: usize, inner: usize) -> Vec<f64> {
 }
 
 fn check_rec(rec: Rec, dtype: DType, tol: f64) -> std::result::Result<(), String> {
+    check_rec_with(rec, dtype, tol, Known::Types)
+}
+
+/// [`check_rec`] with `known` telling the kernel what it knows when built (W and R constant:
+/// f32 weights are packed once).
+fn check_rec_with(rec: Rec, dtype: DType, tol: f64, known: Known<'_>) -> std::result::Result<(), String> {
     let rec = rec.rounded(dtype);
     let lstm = rec.op == "LSTM";
     let outputs = if lstm { vec![true; 3] } else { vec![true; 2] };
-    let got = run_node(&rec.node(&outputs), &rec.inputs(dtype)).map_err(|e| e.to_string())?;
+    let got = ts::run_with(&rec.node(&outputs), &rec.inputs(dtype), known).map_err(|e| e.to_string())?;
     let (mut y, mut yh, mut yc) = rec.reference();
     let (s, nd, n, hs) = (rec.seq, rec.dirs(), rec.batch, rec.hidden);
     let (y_shape, st_shape) = if rec.layout == 0 {
@@ -591,11 +605,14 @@ proptest! {
 proptest! {
     #![proptest_config(config(48))]
 
+    /// Also with W and R constant, which packs f32 weights for the packed product kernels, and
+    /// wide (opts bit 6).
     #[test]
-    fn recurrent_f32_f16_bf16_match_reference(seed in any::<u64>(), kind in 0usize..5, dir in 0usize..3, layout in 0usize..2, opts in 0u32..64, t in 0usize..3) {
+    fn recurrent_f32_f16_bf16_match_reference(seed in any::<u64>(), kind in 0usize..5, dir in 0usize..3, layout in 0usize..2, opts in 0u32..128, t in 0usize..3, konst in any::<bool>()) {
         let (dtype, tol) = [(DType::F32, 1e-4), (DType::F16, 1e-2), (DType::BF16, 5e-2)][t];
         let rec = random_rec(seed, kind, dir, layout, opts);
-        let r = check_rec(rec.clone(), dtype, tol);
+        let known = if konst { Known::TypesAndConsts(&[1, 2]) } else { Known::Types };
+        let r = check_rec_with(rec.clone(), dtype, tol, known);
         prop_assert!(r.is_ok(), "{:?}\n{:?}", r, rec);
     }
 }
