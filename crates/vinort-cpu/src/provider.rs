@@ -199,12 +199,14 @@ pub struct CpuPartition {
     placement: Placement,
 }
 
-/// A plan whose runs take less than this may run on the caller's thread: handing a run to a
-/// pool worker costs two thread wake-ups (10–20 µs on the 2-core VMs of docs/performance.md;
-/// `perf` shows them as futex waits in rayon's `LockLatch`), as much as such a plan's kernels.
-/// Whether it does is measured, not guessed: a kernel that still goes parallel does so from the
-/// caller's thread, on rayon's global pool, one hand-off per kernel, which can cost more.
-const INLINE_BELOW_NS: u64 = 100_000;
+/// A plan whose runs take less than this may run on the caller's thread alone: handing a run to
+/// a pool worker costs two thread wake-ups (10–20 µs on the 2-core VMs of docs/performance.md;
+/// `perf` shows them as futex waits in rayon's `LockLatch`), and each parallel loop inside it
+/// more. Whether it does is measured, not guessed. The bound is high because a plan of small
+/// kernels gains little from a second thread and pays every hand-off: silero-vad (a 90 µs plan
+/// on one thread) took 200 µs hosted on two; a plan that does gain keeps its hosted runs, and
+/// the inline run measured every [`REMEASURE_EVERY`] costs it at most its own length once.
+const INLINE_BELOW_NS: u64 = 1_000_000;
 
 /// How often a short plan measures the placement it is not using, to follow a change.
 const REMEASURE_EVERY: u64 = 64;
