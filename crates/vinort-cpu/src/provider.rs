@@ -448,8 +448,13 @@ mod tests {
                 pool: Some(pool_of(threads).unwrap_or_else(|e| panic!("{e}"))),
                 placement: Placement::default(),
             };
-            for _ in 0..3 {
+            for i in 0..3 {
                 part.run(&[], &RunContext::default()).unwrap_or_else(|e| panic!("{e}"));
+                if i == 0 {
+                    // However long a new pool's first hand-off took on a busy machine, say it
+                    // was short: the next run is then measured on the caller's thread.
+                    part.placement.record(false, std::time::Duration::from_micros(10));
+                }
             }
             let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
             let here = std::thread::current().id();
@@ -460,8 +465,8 @@ mod tests {
                 // The first run is hosted on the pool, not serial; a later short one measured
                 // inline runs on this thread, serial.
                 assert!(seen[0].0 != here && !seen[0].1, "{seen:?}");
+                assert!(seen[1].0 == here, "a short plan is measured inline: {seen:?}");
                 assert!(seen.iter().all(|(t, serial)| (*t == here) == *serial), "{seen:?}");
-                assert!(seen.iter().any(|(t, _)| *t == here), "a short plan is measured inline: {seen:?}");
             }
         }
         assert!(!crate::par::serial(), "the mark ends with the run");
