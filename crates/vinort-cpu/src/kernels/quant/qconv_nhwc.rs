@@ -17,14 +17,17 @@
 //! * a depthwise convolution sums, for each output pixel and block of 16 channels, the taps'
 //!   `(x − zx) · (w − zw)` in 16 i32 lanes (weights shifted and laid out `[tap][channel]` at
 //!   build time), then requantizes the 16 lanes at once: no widening to float planes, no
-//!   pass per channel.
+//!   pass per channel. On AVX-512 VNNI, when the shifted weights fit in i8, [`dw_vnni`] adds
+//!   64 channels of a tap per input load with `vpdpbusd` instead.
 //!
 //! The arithmetic is the NCHW kernel's ([`super::qconv_prepared`], hence
 //! [`super::qconv::qlinear_conv`]'s): the same exact i32 sums and the same requantization (the
 //! f32 multiplier widened to f64, ties to even), so the outputs are bit-identical to the
-//! NCHW ones and the layout pass changes no value (tested). The inner loops are plain Rust,
-//! compiled once more with AVX-512 enabled and chosen at run time; no crate offers an
-//! exact-rounding channels-last int8 convolution.
+//! NCHW ones and the layout pass changes no value (tested). The AVX-512 loops ([`x86`])
+//! requantize in f32 where that provably rounds the same as the f64 formula and fall back to
+//! it per vector where it might not. The portable loops are plain Rust, compiled once more
+//! with AVX2 enabled and chosen at run time; no crate offers an exact-rounding channels-last
+//! int8 convolution.
 
 use rayon::prelude::*;
 use std::cell::Cell;
@@ -60,14 +63,21 @@ pub(crate) struct NhwcConv {
     x_dtype: DType,
     y_dtype: DType,
     zx: i32,
-    /// Per output channel: the requantization multiplier and the bias.
+    /// Per output channel: the requantization multiplier (also as the f32 it was computed in)
+    /// and the bias.
     mult: Vec<f64>,
+    mult32: Vec<f32>,
     bias: Vec<i32>,
+    /// Every sum plus bias stays below 2²⁴ in magnitude (bounded from the weights).
+    small: bool,
     zy: f64,
     range: (f64, f64),
     form: NForm,
     avx512: bool,
     avx2: bool,
+    /// The depthwise filter laid out for the VNNI loop, where it applies.
+    #[cfg(target_arch = "x86_64")]
+    vnni: Option<DwVnni>,
     /// The (NCHW) geometry and the NHWC output shape of the last input shape.
     geometry: PerShape<(Geo3, [usize; 4])>,
 }
@@ -93,6 +103,10 @@ impl NhwcConv {
         }
         let [m, cg, kh, kw] = w_shape;
         let taps = kh * kw;
+        #[cfg(target_arch = "x86_64")]
+        let mut vnni = None;
+        // Per output channel: Σ |w − zw| over its taps, for the bound on the sums.
+        let mut wabs = vec![0i64; m];
         let form = match p.form {
             Form::Depthwise(wf) => {
                 // [channel][tap] → [tap][channel]; the values are integers below 2⁹.
@@ -100,7 +114,12 @@ impl NhwcConv {
                 for (c, row) in wf.chunks_exact(taps).enumerate() {
                     for (t, v) in row.iter().enumerate() {
                         w[t * m + c] = *v as i32;
+                        wabs[c] += i64::from(w[t * m + c].unsigned_abs());
                     }
+                }
+                #[cfg(target_arch = "x86_64")]
+                {
+                    vnni = DwVnni::new(&w, m, zx, p.x_dtype == DType::I8, &q.mult, &q.bias);
                 }
                 NForm::Depthwise(w)
             }
@@ -113,7 +132,10 @@ impl NhwcConv {
                 for o in 0..m {
                     for c in 0..cg {
                         for t in 0..taps {
-                            r[o * k + t * cg + c] = bytes[(o * cg + c) * taps + t];
+                            let v = bytes[(o * cg + c) * taps + t];
+                            r[o * k + t * cg + c] = v;
+                            let v = if w.dtype() == DType::U8 { i32::from(v) } else { i32::from(v as i8) };
+                            wabs[o] += i64::from((v - zw[o]).unsigned_abs());
                         }
                     }
                 }
@@ -125,12 +147,17 @@ impl NhwcConv {
                 NForm::Gemm(PackedB::new(b, k, m, true, &zw).map_err(Error::invalid)?)
             }
         };
+        // |x − zx| is at most xmax, so |acc + bias| ≤ Σ|w − zw| · xmax + |bias|.
+        let xmax = i64::from(if p.x_dtype == DType::I8 { (zx + 128).max(127 - zx) } else { zx.max(255 - zx) });
+        let small = wabs.iter().zip(&q.bias).all(|(s, b)| s * xmax + i64::from(b.unsigned_abs()) < 1 << 24);
         Ok(Some(NhwcConv {
             attrs: p.attrs,
+            small,
             w_shape,
             x_dtype: p.x_dtype,
             y_dtype: q.dtype,
             zx,
+            mult32: q.mult.iter().map(|m| *m as f32).collect(),
             mult: q.mult,
             bias: q.bias,
             zy: q.zy,
@@ -138,6 +165,8 @@ impl NhwcConv {
             form,
             avx512: avx512(),
             avx2: avx2(),
+            #[cfg(target_arch = "x86_64")]
+            vnni,
             geometry: PerShape::default(),
         }))
     }
@@ -158,7 +187,14 @@ impl NhwcConv {
     }
 
     fn requant(&self) -> Requant<'_> {
-        Requant { mult: &self.mult, bias: &self.bias, zy: self.zy, range: self.range }
+        Requant {
+            mult: &self.mult,
+            mult32: &self.mult32,
+            bias: &self.bias,
+            zy: self.zy,
+            range: self.range,
+            small: self.small,
+        }
     }
 
     fn depthwise<X: Q8, Y: Q8>(&self, g: &Geo3, x: &[X], w: &[i32], y: &mut [Y]) {
@@ -172,6 +208,11 @@ impl NhwcConv {
         let task = |(r, yr): (usize, &mut [Y])| {
             let (ni, oy) = (r / oh, r % oh);
             let xi = &x[ni * image..][..image];
+            #[cfg(target_arch = "x86_64")]
+            if let Some(v) = &self.vnni {
+                // SAFETY: `DwVnni::new` found the features `row` enables.
+                return unsafe { v.row(g, xi, oy, yr, &self.requant()) };
+            }
             #[cfg(target_arch = "x86_64")]
             if self.avx512 {
                 // SAFETY: `avx512()` found the features this build enables.
@@ -218,13 +259,13 @@ impl NhwcConv {
                     })
                 };
                 product.map_err(Error::invalid)?;
+                #[cfg(target_arch = "x86_64")]
+                if self.avx512 {
+                    // SAFETY: `avx512()` found the features this build enables.
+                    unsafe { requant_avx512(&q, acc, yc) };
+                    return Ok(());
+                }
                 for (a, out) in acc.chunks_exact(m).zip(yc.chunks_exact_mut(m)) {
-                    #[cfg(target_arch = "x86_64")]
-                    if self.avx512 {
-                        // SAFETY: `avx512()` found the features this build enables.
-                        unsafe { requant_avx512(&q, a, out) };
-                        continue;
-                    }
                     #[cfg(target_arch = "x86_64")]
                     if self.avx2 {
                         // SAFETY: `avx2()` found the feature this build enables.
@@ -300,6 +341,11 @@ fn dw_row_avx2<X: Q8, Y: Q8>(d: &Dw<'_>, x: &[X], oy: usize, y: &mut [Y]) {
 /// exactly the NCHW kernel's formula.
 struct Requant<'a> {
     mult: &'a [f64],
+    /// `mult` as the f32 values it was widened from (for the f32 fast path of the AVX-512 loops).
+    mult32: &'a [f32],
+    /// Every `acc + bias` is known (from the weights, at build time) to be below 2²⁴ in
+    /// magnitude, exact in f32.
+    small: bool,
     bias: &'a [i32],
     zy: f64,
     range: (f64, f64),
@@ -399,7 +445,12 @@ fn dw_row_body<X: Q8, Y: Q8>(d: &Dw<'_>, x: &[X], oy: usize, y: &mut [Y]) {
                     }
                 }
             }
-            let q = Requant { mult: &d.q.mult[cb..cb + LANES], bias: &d.q.bias[cb..cb + LANES], ..d.q };
+            let q = Requant {
+                mult: &d.q.mult[cb..cb + LANES],
+                mult32: &d.q.mult32[cb..cb + LANES],
+                bias: &d.q.bias[cb..cb + LANES],
+                ..d.q
+            };
             requant_body(&q, &acc, &mut out[cb..cb + LANES]);
         }
         if full < c {
@@ -414,7 +465,7 @@ fn dw_row_body<X: Q8, Y: Q8>(d: &Dw<'_>, x: &[X], oy: usize, y: &mut [Y]) {
                     }
                 }
             }
-            let q = Requant { mult: &d.q.mult[full..], bias: &d.q.bias[full..], ..d.q };
+            let q = Requant { mult: &d.q.mult[full..], mult32: &d.q.mult32[full..], bias: &d.q.bias[full..], ..d.q };
             requant_body(&q, &acc[..n], &mut out[full..]);
         }
     }
@@ -425,327 +476,13 @@ fn dw_row<X: Q8, Y: Q8>(d: &Dw<'_>, x: &[X], oy: usize, y: &mut [Y]) {
 }
 
 #[cfg(target_arch = "x86_64")]
+mod dw_vnni;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+#[cfg(target_arch = "x86_64")]
+use dw_vnni::DwVnni;
+#[cfg(target_arch = "x86_64")]
 use x86::{dw_row_avx512, requant_avx512};
 
-/// The AVX-512 forms of the depthwise row and of the requantization, written with intrinsics:
-/// the compiler's own vectorization of the loops above stores each 8-bit result with a
-/// memory-destination `vpmovdb` (slow on AMD cores) and keeps tap bookkeeping in the inner loop.
-#[cfg(target_arch = "x86_64")]
-mod x86 {
-    use std::arch::x86_64::*;
-
-    use super::{Dw, LANES, Q8, Requant, dw_row_body, requant_body};
-    use crate::kernels::window::valid_range;
-
-    /// Taps a pixel's offset table holds; larger kernels take the portable loop.
-    const MAX_TAPS: usize = 64;
-
-    /// 16 elements of `X` from `p`, widened to i32.
-    #[inline(always)]
-    unsafe fn widen16<X: Q8>(p: *const X) -> __m512i {
-        // SAFETY: the caller guarantees 16 readable elements at p.
-        unsafe {
-            let v = _mm_loadu_si128(p.cast());
-            if X::SIGNED { _mm512_cvtepi8_epi32(v) } else { _mm512_cvtepu8_epi32(v) }
-        }
-    }
-
-    /// Requantizes 16 sums of channels `c0..c0 + 16` to 16 bytes of `Y`: the formula of
-    /// `requant_body`, lane for lane (the product and the sum rounded separately, as there).
-    /// The bytes are made with saturating packs (exact: the values are inside Y's range), not
-    /// a truncating `vpmovdb`, which the compiler would fuse with the store into a form that
-    /// is slow on AMD cores.
-    #[inline(always)]
-    unsafe fn rq16<Y: Q8>(q: &Requant<'_>, c0: usize, acc: __m512i) -> __m128i {
-        // SAFETY: the caller guarantees channels c0..c0 + 16 exist in q's slices.
-        unsafe {
-            let a = _mm512_add_epi32(acc, _mm512_loadu_si512(q.bias.as_ptr().add(c0).cast()));
-            let (zy, lo, hi) = (_mm512_set1_pd(q.zy), _mm512_set1_pd(q.range.0), _mm512_set1_pd(q.range.1));
-            let half = |v: __m256i, m: *const f64| {
-                let v = _mm512_add_pd(_mm512_mul_pd(_mm512_cvtepi32_pd(v), _mm512_loadu_pd(m)), zy);
-                let v = _mm512_roundscale_pd::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
-                _mm512_cvttpd_epi32(_mm512_min_pd(_mm512_max_pd(v, lo), hi))
-            };
-            let m = q.mult.as_ptr().add(c0);
-            let l = half(_mm512_castsi512_si256(a), m);
-            let h = half(_mm512_extracti64x4_epi64::<1>(a), m.add(8));
-            // Per 128-bit lane: [l0..l3, h0..h3] as i16, then as bytes (twice); the dwords
-            // [0, 4, 1, 5] then hold l0..l7, h0..h7.
-            let w = _mm256_packs_epi32(l, h);
-            let b = if Y::SIGNED { _mm256_packs_epi16(w, w) } else { _mm256_packus_epi16(w, w) };
-            _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5)))
-        }
-    }
-
-    /// `requant_body` over one pixel's `acc.len()` channels.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
-    pub(super) fn requant_avx512<Y: Q8>(q: &Requant<'_>, acc: &[i32], out: &mut [Y]) {
-        let n = acc.len().min(out.len()).min(q.bias.len()).min(q.mult.len());
-        let full = n - n % LANES;
-        for c0 in (0..full).step_by(LANES) {
-            // SAFETY: c0 + 16 <= n, within every slice.
-            unsafe {
-                let v = rq16::<Y>(q, c0, _mm512_loadu_si512(acc.as_ptr().add(c0).cast()));
-                _mm_storeu_si128(out.as_mut_ptr().add(c0).cast(), v);
-            }
-        }
-        let rest = Requant { mult: &q.mult[full..], bias: &q.bias[full..], ..*q };
-        requant_body(&rest, &acc[full..n], &mut out[full..n]);
-    }
-
-    /// `dw_row_body` with the taps of each pixel listed once and 64 or 16 channels summed per
-    /// pass over them.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
-    pub(super) fn dw_row_avx512<X: Q8, Y: Q8>(d: &Dw<'_>, x: &[X], oy: usize, y: &mut [Y]) {
-        let g = d.g;
-        let (c, ih, iw, ow) = (g.c, g.i[1], g.i[2], g.o[2]);
-        let (kh, kw, sy, sx, dy, dx) = (g.k[1], g.k[2], g.s[1], g.s[2], g.d[1], g.d[2]);
-        if kh * kw > MAX_TAPS || y.len() < ow * c || d.w.len() < kh * kw * c || x.len() < ih * iw * c {
-            return dw_row_body(d, x, oy, y);
-        }
-        let y0 = (oy * sy) as isize - g.p[1];
-        let (ky0, ky1) = valid_range(kh, ih, dy, y0);
-        let full = c - c % LANES;
-        let zx = _mm512_set1_epi32(d.zx);
-        let mut offs = [(0usize, 0usize); MAX_TAPS];
-        // Pixels whose window lies inside the image across (ox in in0..in1) share this row's
-        // taps, shifted: (offset at input column 0, filter offset).
-        let span = (kw - 1) * dx + 1;
-        let (in0, in1) = if iw >= span { valid_range(ow, iw - span + 1, sx, -g.p[2]) } else { (0, 0) };
-        let mut rel = [(0usize, 0usize); MAX_TAPS];
-        let mut nrel = 0;
-        for ky in ky0..ky1 {
-            let iy = (y0 + (ky * dy) as isize) as usize;
-            for kx in 0..kw {
-                rel[nrel] = ((iy * iw + kx * dx) * c, (ky * kw + kx) * c);
-                nrel += 1;
-            }
-        }
-        for ox in 0..ow {
-            let x0 = (ox * sx) as isize - g.p[2];
-            let mut n = 0;
-            if (in0..in1).contains(&ox) {
-                let shift = x0 as usize * c;
-                for (o, r) in offs.iter_mut().zip(&rel[..nrel]) {
-                    *o = (r.0 + shift, r.1);
-                }
-                n = nrel;
-            } else {
-                let (kx0, kx1) = valid_range(kw, iw, dx, x0);
-                for ky in ky0..ky1 {
-                    let iy = (y0 + (ky * dy) as isize) as usize;
-                    for kx in kx0..kx1 {
-                        let ix = (x0 + (kx * dx) as isize) as usize;
-                        offs[n] = ((iy * iw + ix) * c, (ky * kw + kx) * c);
-                        n += 1;
-                    }
-                }
-            }
-            let taps = &offs[..n];
-            let out = &mut y[ox * c..][..c];
-            let (xp, wp) = (x.as_ptr(), d.w.as_ptr());
-            // SAFETY: every (iy, ix) is inside the image and every tap inside the filter (the
-            // valid ranges), so x[xo + c0..][..16] and w[wo + c0..][..16] are in bounds for
-            // c0 + 16 <= c (lengths checked above); out has c elements.
-            unsafe {
-                let mut c0 = 0;
-                while c0 + 4 * LANES <= full {
-                    let mut acc = [_mm512_setzero_si512(); 4];
-                    for &(xo, wo) in taps {
-                        for (j, a) in acc.iter_mut().enumerate() {
-                            let at = c0 + j * LANES;
-                            let xv = _mm512_sub_epi32(widen16(xp.add(xo + at)), zx);
-                            let wv = _mm512_loadu_si512(wp.add(wo + at).cast());
-                            *a = _mm512_add_epi32(*a, _mm512_mullo_epi32(xv, wv));
-                        }
-                    }
-                    for (j, a) in acc.into_iter().enumerate() {
-                        let at = c0 + j * LANES;
-                        _mm_storeu_si128(out.as_mut_ptr().add(at).cast(), rq16::<Y>(&d.q, at, a));
-                    }
-                    c0 += 4 * LANES;
-                }
-                while c0 < full {
-                    let mut a = _mm512_setzero_si512();
-                    for &(xo, wo) in taps {
-                        let xv = _mm512_sub_epi32(widen16(xp.add(xo + c0)), zx);
-                        let wv = _mm512_loadu_si512(wp.add(wo + c0).cast());
-                        a = _mm512_add_epi32(a, _mm512_mullo_epi32(xv, wv));
-                    }
-                    _mm_storeu_si128(out.as_mut_ptr().add(c0).cast(), rq16::<Y>(&d.q, c0, a));
-                    c0 += LANES;
-                }
-            }
-            if full < c {
-                let mut acc = [0i32; LANES];
-                for &(xo, wo) in taps {
-                    for (l, a) in acc[..c - full].iter_mut().enumerate() {
-                        *a += (x[xo + full + l].to_i32() - d.zx) * d.w[wo + full + l];
-                    }
-                }
-                let q = Requant { mult: &d.q.mult[full..], bias: &d.q.bias[full..], ..d.q };
-                requant_body(&q, &acc[..c - full], &mut out[full..]);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    //! The channels-last kernel (both its AVX-512 and its portable loops) against ONNX's
-    //! QLinearConv as the generic kernel computes it on the NCHW form of the same input: equal
-    //! byte for byte, for any window, group form, element types and zero points.
-
-    use proptest::prelude::*;
-    use rand::rngs::StdRng;
-    use rand::{Rng, SeedableRng};
-    use vinort_ir::{Attr, DType, RunContext, Tensor, Value, ValueType};
-
-    use super::NhwcConv;
-    use crate::kernel::{Kernel, NodeInfo};
-    use crate::test_support::{self as ts, Known};
-
-    /// `t` (4-D) with its axes permuted.
-    fn permute(t: &Tensor, perm: [usize; 4]) -> Tensor {
-        let s = t.shape().to_vec();
-        let shape: Vec<usize> = perm.iter().map(|&a| s[a]).collect();
-        let bytes = t.as_bytes();
-        let mut out = vec![0u8; bytes.len()];
-        let stride = [s[1] * s[2] * s[3], s[2] * s[3], s[3], 1];
-        let mut i = 0;
-        for a in 0..shape[0] {
-            for b in 0..shape[1] {
-                for c in 0..shape[2] {
-                    for d in 0..shape[3] {
-                        let idx = [a, b, c, d];
-                        let src: usize = (0..4).map(|j| idx[j] * stride[perm[j]]).sum();
-                        out[i] = bytes[src];
-                        i += 1;
-                    }
-                }
-            }
-        }
-        match t.dtype() {
-            DType::U8 => Tensor::from_vec(&shape, out),
-            _ => Tensor::from_vec(&shape, out.into_iter().map(|b| b as i8).collect::<Vec<_>>()),
-        }
-        .unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    fn bytes(rng: &mut StdRng, dtype: DType, shape: &[usize]) -> Tensor {
-        let n: usize = shape.iter().product();
-        let v: Vec<u8> = (0..n).map(|_| rng.random()).collect();
-        match dtype {
-            DType::U8 => Tensor::from_vec(shape, v),
-            _ => Tensor::from_vec(shape, v.into_iter().map(|b| b as i8).collect::<Vec<_>>()),
-        }
-        .unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    fn zero_point(rng: &mut StdRng, dtype: DType, n: usize) -> Tensor {
-        bytes(rng, dtype, &[n])
-    }
-
-    fn dtype(signed: bool) -> DType {
-        if signed { DType::I8 } else { DType::U8 }
-    }
-
-    proptest! {
-        #![proptest_config(ts::config(96))]
-
-        #[test]
-        fn channels_last_equals_onnx_qlinearconv(
-            seed in any::<u64>(), n in 1usize..3, c in 1usize..40, m in 1usize..24, depthwise in any::<bool>(),
-            k in proptest::array::uniform2(1usize..4), s in proptest::array::uniform2(1usize..3),
-            d in proptest::array::uniform2(1usize..3), pads in proptest::array::uniform4(0usize..4),
-            h in 1usize..10, w in 1usize..10, types in proptest::array::uniform3(any::<bool>()),
-            per_channel in any::<bool>(), bias in any::<bool>(),
-        ) {
-            let mut rng = StdRng::seed_from_u64(seed);
-            let (xt, wt, yt) = (dtype(types[0]), dtype(types[1]), dtype(types[2]));
-            let (m, group) = if depthwise { (c, c) } else { (m, 1) };
-            let cg = c / group;
-            let reach = |a: usize| d[a] * (k[a] - 1) + 1;
-            let (h, w) = (h.max(reach(0).saturating_sub(pads[0] + pads[2])), w.max(reach(1).saturating_sub(pads[1] + pads[3])));
-            let x = bytes(&mut rng, xt, &[n, c, h, w]);
-            let wz_n = if per_channel { m } else { 1 };
-            let ws: Vec<f32> = (0..wz_n).map(|_| rng.random_range(0.001f32..0.05)).collect();
-            let inputs: Vec<Option<Tensor>> = vec![
-                Some(x.clone()),
-                Some(Tensor::scalar(rng.random_range(0.005f32..0.05))),
-                Some(zero_point(&mut rng, xt, 1).reshaped(&[]).unwrap_or_else(|e| panic!("{e}"))),
-                Some(bytes(&mut rng, wt, &[m, cg, k[0], k[1]])),
-                Some(Tensor::from_vec(&[wz_n], ws).unwrap_or_else(|e| panic!("{e}"))),
-                Some(zero_point(&mut rng, wt, wz_n)),
-                Some(Tensor::scalar(rng.random_range(0.02f32..0.3))),
-                Some(zero_point(&mut rng, yt, 1).reshaped(&[]).unwrap_or_else(|e| panic!("{e}"))),
-                bias.then(|| Tensor::from_vec(&[m], (0..m).map(|_| rng.random_range(-20000i32..20000)).collect::<Vec<_>>())
-                    .unwrap_or_else(|e| panic!("{e}"))),
-            ];
-            let attrs = vec![
-                ("kernel_shape", Attr::Ints(k.iter().map(|v| *v as i64).collect())),
-                ("strides", Attr::Ints(s.iter().map(|v| *v as i64).collect())),
-                ("dilations", Attr::Ints(d.iter().map(|v| *v as i64).collect())),
-                ("pads", Attr::Ints(pads.iter().map(|v| *v as i64).collect())),
-                ("group", Attr::Int(group as i64)),
-            ];
-            let present: Vec<bool> = inputs.iter().map(Option::is_some).collect();
-            let onnx = ts::op("QLinearConv", 10).input_mask(&present).attrs(attrs.clone()).build();
-            let want = ts::run_with(&onnx, &inputs, Known::Types).unwrap_or_else(|e| panic!("{e}")).remove(0);
-            let want = permute(&want, [0, 2, 3, 1]);
-
-            // Through the registry: com.microsoft QLinearConv, channels_last, constants known.
-            let mut nhwc_inputs = inputs.clone();
-            nhwc_inputs[0] = Some(permute(&x, [0, 2, 3, 1]));
-            let node = ts::op("QLinearConv", 1).domain("com.microsoft").input_mask(&present)
-                .attrs(attrs).attrs([("channels_last", Attr::Int(1))]).build();
-            let consts: Vec<usize> = (1..9).collect();
-            let got = ts::run_with(&node, &nhwc_inputs, Known::TypesAndConsts(&consts)).unwrap_or_else(|e| panic!("{e}")).remove(0);
-            prop_assert_eq!(got.shape(), want.shape());
-            prop_assert_eq!(got.as_bytes(), want.as_bytes());
-
-            // The prepared kernel itself, with the AVX-512 loops and with the portable ones.
-            let info = NodeInfo {
-                node: &node,
-                inputs: nhwc_inputs.iter().map(|t| t.as_ref().map_or(ValueType::Unknown, |t| ValueType::tensor(t.dtype(), t.shape()))).collect(),
-                consts: nhwc_inputs.iter().enumerate().map(|(i, t)| if i == 0 { None } else { t.clone() }).collect(),
-                outputs: vec![ValueType::Unknown],
-                scope: Default::default(),
-            };
-            let mut kernel = NhwcConv::new(&info).unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("not prepared"));
-            let xv = Value::Tensor(nhwc_inputs[0].clone().unwrap_or_else(|| unreachable!()));
-            for avx512 in [kernel.avx512, false] {
-                kernel.avx512 = avx512;
-                let y = kernel.run(&[Some(&xv)], &RunContext::default()).unwrap_or_else(|e| panic!("{e}"));
-                let y = y[0].as_tensor().unwrap_or_else(|e| panic!("{e}"));
-                prop_assert_eq!(y.as_bytes(), want.as_bytes(), "avx512 {}", avx512);
-            }
-        }
-    }
-
-    /// A wrong input (rank, type) is a clear error, not a panic.
-    #[test]
-    fn wrong_input_is_an_error() {
-        let mut rng = StdRng::seed_from_u64(1);
-        let inputs: Vec<Option<Tensor>> = vec![
-            Some(bytes(&mut rng, DType::U8, &[1, 4, 4, 3])),
-            Some(Tensor::scalar(0.02f32)),
-            Some(Tensor::scalar(128u8)),
-            Some(bytes(&mut rng, DType::I8, &[2, 3, 1, 1])),
-            Some(Tensor::scalar(0.01f32)),
-            Some(Tensor::scalar(0i8)),
-            Some(Tensor::scalar(0.1f32)),
-            Some(Tensor::scalar(128u8)),
-        ];
-        let node =
-            ts::op("QLinearConv", 1).domain("com.microsoft").inputs(8).attrs([("channels_last", Attr::Int(1))]).build();
-        let consts: Vec<usize> = (1..8).collect();
-        let ok = ts::run_with(&node, &inputs, Known::TypesAndConsts(&consts)).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(ok[0].shape(), &[1, 4, 4, 2]);
-        let mut bad = inputs.clone();
-        bad[0] = Some(bytes(&mut rng, DType::U8, &[4, 4, 3]));
-        ts::expect_err(ts::run_with(&node, &bad, Known::TypesAndConsts(&consts)), "4-D");
-        bad[0] = Some(bytes(&mut rng, DType::U8, &[1, 4, 4, 5]));
-        ts::expect_err(ts::run_with(&node, &bad, Known::TypesAndConsts(&consts)), "groups");
-    }
-}
+mod tests;
