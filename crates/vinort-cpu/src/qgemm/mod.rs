@@ -475,7 +475,9 @@ fn qgemm_impl(
 
     let work = m.saturating_mul(n).saturating_mul(k);
     let threads = match par_min {
-        Some(min) if work >= min => rayon::current_num_threads(),
+        // Not while a one-thread plan runs on its caller's thread: rayon's calls there would go
+        // to the global pool (more threads than asked for, and a hand-off per product).
+        Some(min) if crate::par::worth(work, min) => rayon::current_num_threads(),
         _ => 1,
     };
     if threads <= 1 {

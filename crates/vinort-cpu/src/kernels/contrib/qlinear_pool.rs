@@ -102,9 +102,12 @@ fn global_avg(x: &[i32], images: usize, channels: usize, size: usize, nhwc: bool
             o.iter_mut().zip(&acc).for_each(|(o, a)| *o = finish(*a));
         }
     } else {
-        out.par_iter_mut().zip(x.par_chunks_exact(size)).for_each(|(o, p)| {
-            *o = finish(p.iter().map(|v| *v as i64).sum());
-        });
+        let plane = |(o, p): (&mut i32, &[i32])| *o = finish(p.iter().map(|v| *v as i64).sum());
+        if crate::par::worth(x.len(), crate::par::ELEMENTS) {
+            out.par_iter_mut().zip(x.par_chunks_exact(size)).for_each(plane);
+        } else {
+            out.iter_mut().zip(x.chunks_exact(size)).for_each(plane);
+        }
     }
     Ok(out)
 }
@@ -139,7 +142,7 @@ fn avg_pool(x: &[f32], axes: [Ax; 3], include_pad: bool, q: &Q) -> Vec<i32> {
     }
     let ksize: usize = axes.iter().map(|a| a.k).product();
     let [a0, a1, a2] = axes;
-    out.par_chunks_mut(po).zip(x.par_chunks(pi.max(1))).for_each(|(y, xp)| {
+    let plane = |(y, xp): (&mut [i32], &[f32])| {
         let mut at = 0;
         for o0 in 0..a0.out {
             let (s0, e0) = a0.range(o0);
@@ -164,7 +167,12 @@ fn avg_pool(x: &[f32], axes: [Ax; 3], include_pad: bool, q: &Q) -> Vec<i32> {
                 }
             }
         }
-    });
+    };
+    if crate::par::worth(x.len().saturating_mul(ksize), crate::par::ELEMENTS) {
+        out.par_chunks_mut(po).zip(x.par_chunks(pi.max(1))).for_each(plane);
+    } else {
+        out.chunks_mut(po).zip(x.chunks(pi.max(1))).for_each(plane);
+    }
     out
 }
 
