@@ -296,8 +296,8 @@ impl CpuPartition {
     fn run_hosted(&self, run: impl FnOnce() -> Result<Vec<Value>> + Send) -> Result<Vec<Value>> {
         let hosting = self.pool.as_ref().map_or(&GLOBAL_HOSTING, |p| &p.hosting);
         match (Host::claim(hosting), &self.pool) {
-            (Some(_host), Some(p)) => p.threads.install(run),
-            (Some(_host), None) => rayon::scope(|_| run()),
+            (Some(_host), Some(p)) => p.threads.install(|| crate::par::with_warm_workers(run)),
+            (Some(_host), None) => rayon::scope(|_| crate::par::with_warm_workers(run)),
             // A worker of another pool would steal its pool's jobs while each kernel waits in
             // `p`, and they would see this thread's kernel pool: it hands the plan over whole.
             (None, Some(p)) if rayon::current_thread_index().is_some() => p.threads.install(run),
