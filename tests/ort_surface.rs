@@ -302,6 +302,33 @@ fn ep_context_entries_save_a_compiled_context() {
     assert!(matches!(both, Err(Error::Config(_))));
 }
 
+/// `session.intra_op.allow_spinning` is acted on (no warning), and a value other than "0"/"1"
+/// is a config error naming the key; the session's answers do not depend on it.
+#[test]
+fn intra_op_spinning_is_honoured() {
+    let mobilenet = model_dir("mobilenetv2_tiny").join("model.onnx");
+    let build = |v: Option<&str>| {
+        let b = Runtime::load(&mobilenet).unwrap().providers([vinort::Cpu::default().threads(2).into()]);
+        match v {
+            Some(v) => b.config_entry("session.intra_op.allow_spinning", v).build(),
+            None => b.build(),
+        }
+    };
+    let feeds = read_pbs(&model_dir("mobilenetv2_tiny").join("test_data_set_0"), "input");
+    let run = |s: &Session| {
+        let out = s.run(feeds.iter().map(|(n, t)| (n.as_str(), t))).unwrap();
+        out["probabilities"].as_tensor().unwrap().as_bytes().to_vec()
+    };
+    let spinning = build(None).unwrap();
+    let sleeping = build(Some("0")).unwrap();
+    assert!(sleeping.plan().warnings.is_empty(), "{:?}", sleeping.plan().warnings);
+    assert_eq!(run(&sleeping), run(&spinning));
+    match build(Some("no")) {
+        Err(Error::Config(m)) => assert!(m.contains("session.intra_op.allow_spinning"), "{m}"),
+        other => panic!("expected a config error, got {:?}", other.map(|_| ())),
+    }
+}
+
 #[test]
 fn config_entries_vinort_does_not_act_on_are_named_in_the_plan() {
     let mobilenet = model_dir("mobilenetv2_tiny").join("model.onnx");

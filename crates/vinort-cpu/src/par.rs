@@ -80,8 +80,8 @@ impl Drop for Serial {
 /// share to the others. On a BERT-mini at two threads that was a fifth of the run (perf:
 /// `futex_wake`, `sched_yield`, context switches). ONNX Runtime's pool spins through a run for
 /// the same reason. Here each other worker takes a keeper job that runs pending jobs of the
-/// pool (`rayon::yield_now`) until the plan is done; a keeper that lands on the plan's own
-/// thread (popped while it waits in a join) returns at once, so nothing waits on itself.
+/// pool (`rayon::yield_now`) until the plan is done; the keeper broadcast to the plan's own
+/// thread returns at once, so nothing waits on itself.
 pub(crate) fn with_warm_workers<R: Send>(run: impl FnOnce() -> R + Send) -> R {
     let (Some(host), threads) = (rayon::current_thread_index(), rayon::current_num_threads()) else {
         return run();
@@ -91,9 +91,9 @@ pub(crate) fn with_warm_workers<R: Send>(run: impl FnOnce() -> R + Send) -> R {
     }
     let done = std::sync::atomic::AtomicBool::new(false);
     rayon::in_place_scope(|s| {
-        for _ in 1..threads {
-            s.spawn(|_| keep_warm(host, &done));
-        }
+        // One keeper per worker, in each worker's own queue: spawned into the host's deque,
+        // a keeper not yet stolen when the plan's first join waits would be popped by the host.
+        s.spawn_broadcast(|_, _| keep_warm(host, &done));
         // Set when the plan ends, also by a panic's unwinding: the scope then waits for the
         // keepers, which must see it.
         let _done = Done(&done);
@@ -110,16 +110,48 @@ impl Drop for Done<'_> {
     }
 }
 
-/// A keeper of [`with_warm_workers`]: runs the pool's pending jobs until `done`.
+thread_local! {
+    /// Whether this worker is a keeper of [`with_warm_workers`] (a job it runs sees it).
+    static KEEPING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling job runs inside a keeper of [`with_warm_workers`].
+#[cfg(test)]
+pub(crate) fn in_keeper() -> bool {
+    KEEPING.get()
+}
+
+/// How long a keeper of [`with_warm_workers`] polls without finding a job before it returns.
+///
+/// A keeper must not outlive its use: a worker that was already looking for work when the
+/// keepers were broadcast may steal a kernel's job first and take its keeper while waiting in
+/// that job's join. Nested so, the keeper holds up a job the plan waits on, and `done` never
+/// comes; having found nothing to run for this long, it returns and the job goes on. Gaps
+/// between a plan's parallel loops are mostly shorter; after a longer serial kernel the
+/// worker is back in rayon's own idle loop, as without keepers.
+const KEEPER_IDLE: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// A keeper of [`with_warm_workers`]: runs the pool's pending jobs until `done`, or until it
+/// has found none for [`KEEPER_IDLE`].
 fn keep_warm(host: usize, done: &std::sync::atomic::AtomicBool) {
     if rayon::current_thread_index() == Some(host) {
         return;
     }
+    let outer = KEEPING.replace(true);
+    let mut idle_since = None;
     while !done.load(std::sync::atomic::Ordering::Acquire) {
-        if rayon::yield_now() != Some(rayon::Yield::Executed) {
-            std::hint::spin_loop();
+        if rayon::yield_now() == Some(rayon::Yield::Executed) {
+            idle_since = None;
+            continue;
+        }
+        let now = std::time::Instant::now();
+        match idle_since {
+            None => idle_since = Some(now),
+            Some(since) if now.duration_since(since) > KEEPER_IDLE => break,
+            Some(_) => std::hint::spin_loop(),
         }
     }
+    KEEPING.set(outer);
 }
 
 #[cfg(test)]
@@ -133,11 +165,13 @@ mod tests {
     }
 
     /// The plan's value comes back, its parallel loops complete, and the keepers stop with it
-    /// (the call returns), run after run.
+    /// (the call returns), run after run. With three threads a worker sometimes steals a
+    /// loop's job before its keeper and nests the keeper under it: this hung before keepers
+    /// gave up when idle.
     #[test]
     fn warm_workers_run_the_plan_and_stop_with_it() {
         let p = pool(3);
-        for round in 0..50u64 {
+        for round in 0..2_000u64 {
             let sum =
                 p.install(|| with_warm_workers(|| (0..10_000u64).into_par_iter().map(|v| v * round).sum::<u64>()));
             assert_eq!(sum, round * 9_999 * 10_000 / 2);

@@ -87,6 +87,11 @@ pub struct CpuProvider {
     pub optimization: OptLevel,
     /// Threads of the pool the partitions' kernels run on (None: rayon's global pool).
     pub threads: Option<usize>,
+    /// The pool's other workers sleep between kernels instead of polling for work through a
+    /// hosted run ([`crate::par::with_warm_workers`]): for a process whose cores are busy with
+    /// other work, as ONNX Runtime's `session.intra_op.allow_spinning=0`. Each parallel loop
+    /// then pays its workers' wake-ups.
+    pub sleep_between_kernels: bool,
 }
 
 pub(crate) fn registry() -> &'static Registry {
@@ -197,6 +202,8 @@ pub struct CpuPartition {
     pool: Option<Arc<Pool>>,
     /// Where short runs go, by what they measured.
     placement: Placement,
+    /// [`CpuProvider::sleep_between_kernels`].
+    sleep_between_kernels: bool,
 }
 
 /// A plan whose runs take less than this may run on the caller's thread alone: handing a run to
@@ -296,6 +303,8 @@ impl CpuPartition {
     fn run_hosted(&self, run: impl FnOnce() -> Result<Vec<Value>> + Send) -> Result<Vec<Value>> {
         let hosting = self.pool.as_ref().map_or(&GLOBAL_HOSTING, |p| &p.hosting);
         match (Host::claim(hosting), &self.pool) {
+            (Some(_host), Some(p)) if self.sleep_between_kernels => p.threads.install(run),
+            (Some(_host), None) if self.sleep_between_kernels => rayon::scope(|_| run()),
             (Some(_host), Some(p)) => p.threads.install(|| crate::par::with_warm_workers(run)),
             (Some(_host), None) => rayon::scope(|_| crate::par::with_warm_workers(run)),
             // A worker of another pool would steal its pool's jobs while each kernel waits in
@@ -326,7 +335,10 @@ impl ExecutionProvider for CpuProvider {
     }
 
     fn fingerprint(&self) -> String {
-        format!("Cpu optimization={:?} threads={:?}", self.optimization, self.threads)
+        format!(
+            "Cpu optimization={:?} threads={:?} sleep_between_kernels={}",
+            self.optimization, self.threads, self.sleep_between_kernels
+        )
     }
 
     fn capability(&self, model: &Model, offered: &[NodeIndex]) -> Result<Capability> {
@@ -344,7 +356,12 @@ impl ExecutionProvider for CpuProvider {
     fn compile(&self, model: &Model, part: &PartitionDef) -> Result<Box<dyn CompiledPartition>> {
         let plan = compile_nodes(&model.graph, &part.nodes, &part.inputs, &part.outputs, self.optimization)?;
         let pool = self.threads.map(pool_of).transpose()?;
-        Ok(Box::new(CpuPartition { plan, pool, placement: Placement::default() }))
+        Ok(Box::new(CpuPartition {
+            plan,
+            pool,
+            placement: Placement::default(),
+            sleep_between_kernels: self.sleep_between_kernels,
+        }))
     }
 }
 
@@ -447,6 +464,7 @@ mod tests {
                 plan: b.build(),
                 pool: Some(pool_of(threads).unwrap_or_else(|e| panic!("{e}"))),
                 placement: Placement::default(),
+                sleep_between_kernels: false,
             };
             for i in 0..3 {
                 part.run(&[], &RunContext::default()).unwrap_or_else(|e| panic!("{e}"));
@@ -470,6 +488,42 @@ mod tests {
             }
         }
         assert!(!crate::par::serial(), "the mark ends with the run");
+    }
+
+    /// A hosted run keeps the pool's other workers polling (they run the kernels' jobs as
+    /// keepers) unless the provider says they sleep between kernels.
+    #[test]
+    fn sleep_between_kernels_runs_without_keepers() {
+        struct Probe(Arc<std::sync::Mutex<Vec<usize>>>);
+        impl Kernel for Probe {
+            fn run(&self, _: &[Option<&Value>], _: &RunContext) -> Result<Values> {
+                let keepers = rayon::broadcast(|_| crate::par::in_keeper()).into_iter().filter(|k| *k).count();
+                if let Ok(mut seen) = self.0.lock() {
+                    seen.push(keepers);
+                }
+                Ok(smallvec::smallvec![Value::Tensor(Tensor::scalar(1f32))])
+            }
+        }
+        // A pool no other test uses: one plan hosted at a time.
+        let threads = 3;
+        for sleep in [false, true] {
+            let seen = Arc::new(std::sync::Mutex::new(vec![]));
+            let mut b = PlanBuilder::<ValueId, KernelStep>::new();
+            let step = KernelStep { kernel: Box::new(Probe(seen.clone())), node: "probe".into(), op: "Probe".into() };
+            b.step(step, &[], &[Some(ValueId(0))]).unwrap_or_else(|e| panic!("{e}"));
+            b.output(ValueId(0)).unwrap_or_else(|e| panic!("{e}"));
+            let part = CpuPartition {
+                plan: b.build(),
+                pool: Some(pool_of(threads).unwrap_or_else(|e| panic!("{e}"))),
+                placement: Placement::default(),
+                sleep_between_kernels: sleep,
+            };
+            // A new partition's first run is hosted.
+            part.run(&[], &RunContext::default()).unwrap_or_else(|e| panic!("{e}"));
+            let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+            let want = if sleep { 0 } else { threads - 1 };
+            assert_eq!(seen, [want], "sleep_between_kernels={sleep}: keepers seen by the plan's kernel");
+        }
     }
 
     #[test]

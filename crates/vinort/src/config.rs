@@ -108,10 +108,7 @@ pub const KEYS: &[(&str, Handling)] = &[
         Handling::Always("1", "the Cpu provider's int8 products are always exact (no saturating u8 x s8 path)"),
     ),
     ("session.set_denormal_as_zero", Handling::Unused("vinort does not set the CPU's flush-to-zero flags")),
-    (
-        "session.intra_op.allow_spinning",
-        Handling::Unused("the Cpu provider's threads are rayon's, which spin briefly before sleeping"),
-    ),
+    ("session.intra_op.allow_spinning", Handling::Honoured),
     ("session.inter_op.allow_spinning", Handling::Unused("vinort has no inter-op thread pool")),
     (
         "session.use_env_allocators",
@@ -150,6 +147,9 @@ pub(crate) struct Prepared {
     pub profiler: Option<Profiler>,
     /// `session.cost_model`: the partitioner weighs regions' costs ([`crate::cost`]).
     pub cost_model: bool,
+    /// `session.intra_op.allow_spinning=0`: the Cpu provider's workers sleep between kernels
+    /// ([`vinort_cpu::CpuProvider::sleep_between_kernels`]).
+    pub sleep_between_kernels: bool,
 }
 
 impl Prepared {
@@ -177,6 +177,16 @@ impl Prepared {
             Some(v) => {
                 return Err(Error::Config(format!(
                     "session config 'session.cost_model' must be \"1\", \"on\", \"0\" or \"off\", not \"{v}\""
+                )));
+            }
+        };
+        // ONNX Runtime's default is "1": its pool's threads spin through a run, as ours do.
+        let sleep_between_kernels = match get("session.intra_op.allow_spinning") {
+            None | Some("1") => false,
+            Some("0") => true,
+            Some(v) => {
+                return Err(Error::Config(format!(
+                    "session config 'session.intra_op.allow_spinning' must be \"0\" or \"1\", not \"{v}\""
                 )));
             }
         };
@@ -233,7 +243,7 @@ impl Prepared {
 
         let (fixed, dim_warnings) = crate::dims::apply(model, dims);
         warnings.extend(dim_warnings);
-        Ok(Prepared { save, warnings, fixed, profiler, cost_model })
+        Ok(Prepared { save, warnings, fixed, profiler, cost_model, sleep_between_kernels })
     }
 }
 

@@ -25,12 +25,14 @@ impl Provider {
     }
 
     /// This provider with the session-wide Cpu settings applied, when it is the Cpu provider.
-    pub(crate) fn with_cpu_settings(self, threads: Option<usize>, level: Option<GraphOptimizationLevel>) -> Provider {
-        match (&self.cpu, threads.is_some() || level.is_some()) {
-            (Some(cpu), true) => {
+    pub(crate) fn with_cpu_settings(self, settings: SessionCpuSettings) -> Provider {
+        let SessionCpuSettings { threads, level, sleep_between_kernels } = settings;
+        match &self.cpu {
+            Some(cpu) if threads.is_some() || level.is_some() || sleep_between_kernels => {
                 let mut cpu = cpu.clone();
                 cpu.threads = threads.map(|n| n.max(1)).or(cpu.threads);
                 cpu.optimization = level.unwrap_or(cpu.optimization);
+                cpu.sleep_between_kernels |= sleep_between_kernels;
                 Provider { ep: Arc::new(cpu.clone()), error_on_failure: self.error_on_failure, cpu: Some(cpu) }
             }
             _ => self,
@@ -47,6 +49,17 @@ impl Provider {
     pub fn name(&self) -> String {
         self.ep.name()
     }
+}
+
+/// The session builder's settings that apply to a registered Cpu provider.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SessionCpuSettings {
+    /// [`crate::SessionBuilder::intra_threads`].
+    pub threads: Option<usize>,
+    /// [`crate::SessionBuilder::optimization_level`].
+    pub level: Option<GraphOptimizationLevel>,
+    /// Session config `session.intra_op.allow_spinning=0`.
+    pub sleep_between_kernels: bool,
 }
 
 /// The Cpu provider: Rust kernels (rayon + SIMD) for every op it implements. Put it last so it
@@ -91,6 +104,20 @@ impl Cpu {
     /// thread per logical CPU unless `RAYON_NUM_THREADS` says otherwise.
     pub fn threads(mut self, n: usize) -> Cpu {
         self.inner.threads = Some(n.max(1));
+        self
+    }
+
+    /// Whether the pool's other threads poll for work through a run (`true`, the default,
+    /// as ONNX Runtime's spinning threads) or sleep between kernels (`false`: for a process
+    /// whose cores are busy with other work; each parallel kernel then pays its threads'
+    /// wake-ups). Session config `session.intra_op.allow_spinning=0` sets `false` too.
+    ///
+    /// ```
+    /// let p: vinort::Provider = vinort::Cpu::default().spinning(false).into();
+    /// assert_eq!(p.name(), "Cpu");
+    /// ```
+    pub fn spinning(mut self, on: bool) -> Cpu {
+        self.inner.sleep_between_kernels = !on;
         self
     }
 }
@@ -210,5 +237,25 @@ impl OpenVino {
 impl From<OpenVino> for Provider {
     fn from(o: OpenVino) -> Provider {
         Provider::new(vinort_openvino::provider::OpenVinoProvider::new(o.options, o.library))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The session's Cpu settings reach the provider's copy that is started (its fingerprint)
+    /// and leave other providers alone.
+    #[test]
+    fn session_cpu_settings_reach_the_cpu_provider() {
+        let settings = SessionCpuSettings { threads: Some(3), level: None, sleep_between_kernels: true };
+        let p = Provider::from(Cpu::default()).with_cpu_settings(settings);
+        let cpu = p.cpu.as_ref().expect("the Cpu provider keeps its settings");
+        assert!(cpu.sleep_between_kernels && cpu.threads == Some(3));
+        assert!(p.ep.fingerprint().contains("sleep_between_kernels=true"), "{}", p.ep.fingerprint());
+        let unchanged = Provider::from(Cpu::default()).with_cpu_settings(SessionCpuSettings::default());
+        assert!(unchanged.ep.fingerprint().contains("sleep_between_kernels=false"));
+        let explicit = Provider::from(Cpu::default().spinning(false)).with_cpu_settings(SessionCpuSettings::default());
+        assert!(explicit.ep.fingerprint().contains("sleep_between_kernels=true"));
     }
 }

@@ -265,8 +265,12 @@ impl SessionBuilder {
         let (profiling, save) = (self.profiling.take(), self.save_context.take());
         let prepared = Prepared::new(&self.config, &mut self.model, &self.dims, profiling, save, &providers)?;
         let providers = if providers.is_empty() { vec![crate::Cpu::default().into()] } else { providers };
-        self.providers =
-            providers.into_iter().map(|p| p.with_cpu_settings(self.intra_threads, self.optimization)).collect();
+        let cpu = crate::provider::SessionCpuSettings {
+            threads: self.intra_threads,
+            level: self.optimization,
+            sleep_between_kernels: prepared.sleep_between_kernels,
+        };
+        self.providers = providers.into_iter().map(|p| p.with_cpu_settings(cpu)).collect();
         let outer = BUILD_LOG_LEVEL.with(|l| l.replace(self.log_level));
         let built = self.build_logged(prepared);
         BUILD_LOG_LEVEL.with(|l| l.set(outer));
