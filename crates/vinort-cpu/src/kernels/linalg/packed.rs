@@ -114,6 +114,8 @@ impl PackedB {
             wob: k * BLOCK,
             ys: n,
             clamp: clamp.unwrap_or(nchwc::NO_CLAMP),
+            from_y: false,
+            finish: true,
         };
         let task = |t: usize| {
             // The whole wrapper, not its pointer field alone (which is not Sync).

@@ -13,10 +13,11 @@
 //! - a depthwise conv multiplies 16 channels of one pixel by their 16 weights per tap.
 //!
 //! The bias, a residual and the activation are applied to each tile before it leaves the
-//! registers or the cache. No tap is bounds-checked in the inner loops: a regular conv reads a
-//! copy of its input inside a zero border (its work per input element is large), a depthwise
-//! conv drops kernel rows outside the input per output row and gives the few pixels at the
-//! left and right edges their own list of taps. A regular conv of fewer than 16 input channels
+//! registers or the cache. No tap is bounds-checked in the inner loops: both convs drop kernel
+//! rows outside the input per output row; a regular conv reads a copy of its input widened by
+//! its left and right padding (its work per input element is large, and an edge pixel as a
+//! tile of its own reads every weight for one pixel), a depthwise conv gives the few pixels at
+//! the left and right edges their own list of taps. A regular conv of fewer than 16 input channels
 //! (a network's first, on an image) reads NCHW planes in place instead of a blocked copy.
 //!
 //! Hand-written: no crate offers convolutions in a blocked layout, and the GEMM crate cannot
@@ -32,25 +33,28 @@
 //! layout pass runs only where [`available`] says so, and the NCHW kernels serve every other
 //! CPU.
 //!
-//! Here the layout's ops and the conv's walk over a row; `reorder.rs` the reorders in and out;
-//! `tiles.rs` the choice of a tile kernel; `x86.rs` the tiles themselves.
+//! Here the layout's ops and the conv's walk over a row; `reorder.rs` the reorders in and out
+//! (and the widened input); `windows.rs` a row's windows clipped to the input; `tiles.rs` the
+//! choice of a tile kernel; `x86.rs` the tiles themselves.
 
 use vinort_ir::Values;
 use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value};
 
 mod reorder;
 mod tiles;
+mod windows;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-pub(crate) use tiles::{NO_CLAMP, RegularTile, regular_tile_dispatch};
+pub(crate) use tiles::{NO_CLAMP, Out, RegularTile, regular_tile_dispatch};
 
 use reorder::{ReorderInput, ReorderOutput};
 use tiles::depthwise_tile_dispatch;
+use windows::RowWindows;
 
 use crate::kernel::{Kernel, NodeInfo, tensor_in};
 use crate::kernels::epilogue::Epilogue;
-use crate::kernels::window::{Window, WindowAttrs, valid_range};
+use crate::kernels::window::{Window, WindowAttrs};
 use smallvec::SmallVec;
 
 /// Channels per block: one AVX-512 register of f32.
@@ -259,23 +263,28 @@ impl Kernel for BlockedConv {
         };
         let x = x.as_slice::<f32>()?;
         let zs = z.as_ref().map(|z| z.as_slice::<f32>()).transpose()?;
+        let (s, d) = ([self.win.strides[0], self.win.strides[1]], [self.win.dilations[0], self.win.dilations[1]]);
+        // A regular conv reads a copy of its input widened by its left and right padding:
+        // a pixel whose window crosses an edge would otherwise be a tile of its own, one
+        // broadcast per two weight vectors and every weight read again for it (on a 7-pixel
+        // row, 2 of 7 pixels; ResNet-50's last stage ran at half the rate so). Kernel rows
+        // above and below the input are dropped per row instead (no cost).
+        let pl = geo.pad_begin[1];
+        let pr = ((ow.max(1) - 1) * s[1] + (self.kernel[1] - 1) * d[1] + 1).saturating_sub(pl + w);
+        let widened = if !self.depthwise && pl + pr > 0 && !out_shape.contains(&0) {
+            Some(reorder::pad_columns(x, n * cb * h, w, e, pl, pr)?)
+        } else {
+            None
+        };
+        let (x, iw, pl) = match &widened {
+            Some(t) => (t.as_slice::<f32>()?, pl + w + pr, 0),
+            None => (x, w, pl),
+        };
         let y = Tensor::try_build_full::<f32, Error>(&out_shape, |y| {
             if y.is_empty() {
                 return Ok(());
             }
-            let g = Geo {
-                n,
-                cb,
-                e,
-                mb,
-                i: [h, w],
-                o: [oh, ow],
-                k: self.kernel,
-                s: [self.win.strides[0], self.win.strides[1]],
-                d: [self.win.dilations[0], self.win.dilations[1]],
-                p: [geo.pad_begin[0], geo.pad_begin[1]],
-            };
-            // Windows are clipped to the input: no padded copy of it is made.
+            let g = Geo { n, cb, e, mb, i: [h, iw], o: [oh, ow], k: self.kernel, s, d, p: [geo.pad_begin[0], pl] };
             self.compute(&g, x, zs, y)
         })?;
         Ok(smallvec::smallvec![y.into()])
@@ -301,18 +310,6 @@ struct Geo {
     p: [usize; 2],
 }
 
-/// An output buffer that parallel tasks write at disjoint places through this pointer (the
-/// blocked convs here, the packed MatMul). Every user splits its work so that no two tasks
-/// write one element.
-#[derive(Clone, Copy)]
-pub(crate) struct Out(pub *mut f32);
-// SAFETY: every user's tasks write only their own elements (a conv task its rows, see
-// `BlockedConv::compute`; a packed MatMul task its column pair of its rows), so sharing the
-// pointer between rayon's threads never lets two of them touch one element.
-unsafe impl Send for Out {}
-// SAFETY: as above.
-unsafe impl Sync for Out {}
-
 /// Output pixels one task covers along a row: a multiple of the widest tile.
 const SPAN: usize = 8 * TILE;
 /// The widest tile, in pixels.
@@ -333,7 +330,9 @@ impl BlockedConv {
             return Err(Error::invalid("NCHWc Conv buffers do not match their shapes"));
         }
         let taps = g.k[0] * g.k[1];
+        // Spans of equal width (96 and 4 pixels would leave a thin tile reading every weight).
         let spans = ow.div_ceil(SPAN);
+        let span = ow.div_ceil(spans.max(1));
         // Regular convs pair output blocks (two registers per pixel). A depthwise task takes
         // a run of blocks, enough rows' worth of tasks left for the threads: one block of one
         // row was too little work for the task's setup (its windows, its edge taps).
@@ -346,7 +345,7 @@ impl BlockedConv {
             let (rest, sp) = (t / spans, t % spans);
             let (rest, oy) = (rest / oh, rest % oh);
             let (img, grp) = (rest / groups, rest % groups);
-            let (ox0, ox1) = (sp * SPAN, ((sp + 1) * SPAN).min(ow));
+            let (ox0, ox1) = (sp * span, ((sp + 1) * span).min(ow));
             let job = Job { g: &g, x, z, img, oy, ox0, ox1, out };
             if self.depthwise {
                 self.depthwise_span(&job, grp * per..((grp + 1) * per).min(g.mb))
@@ -366,8 +365,8 @@ impl BlockedConv {
     /// Output blocks `2·grp` and `2·grp + 1` (when it exists) over one span of one row.
     /// Windows are clipped to the input as in [`BlockedConv::depthwise_span`]: kernel rows
     /// outside it are dropped for the whole row, and pixels whose window crosses the left or
-    /// right edge get the taps inside, one pixel at a time. (Copying the input into a zeroed
-    /// frame instead cost a serial pass over every padded conv's input.)
+    /// right edge get the taps inside, one pixel at a time — which happens only when the
+    /// caller did not widen the input ([`BlockedConv::run`] does whenever there is padding).
     fn regular_span(&self, j: &Job<'_>, grp: usize) {
         let g = j.g;
         let ([ih, iw], [kh, kw], sw) = (g.i, g.k, g.s[1]);
@@ -388,42 +387,62 @@ impl BlockedConv {
         }
         // Relu and Clip are applied by the tile as it stores; other activations after the span.
         let clamp = self.tail.store_clamp();
+        // Input channels per pass over the span: as many as keep the passes' weights in the
+        // L1 cache (24 KiB), a multiple of 16. Each tile reads all the pass's weights, and
+        // with every channel in one pass they came from L2 for every tile of 12 pixels;
+        // a pass over fewer channels is read by every tile of the span, and the sums go
+        // through `y` between passes. One pass when the input is NCHW, or an edge pixel
+        // (its own taps) is in the span.
+        let taps = win.inner.len().max(1);
+        let budget = (24 * 1024 / (std::mem::size_of::<f32>() * BLOCK * nob * taps)) / BLOCK * BLOCK;
+        let inner = win.is_inner(j.ox0) && j.ox1 <= win.hi;
+        let chunk = if e == BLOCK && inner { budget.max(BLOCK) } else { self.cin };
         let mut edge = SmallVec::new();
-        let mut ox = j.ox0;
-        while ox < j.ox1 {
-            let (taps, x0, r) = win.at(ox, j.ox1, img, &mut edge);
-            let ctx = RegularTile {
-                taps,
-                cin: self.cin,
-                lpb,
-                lane,
-                blk: plane * e,
-                px: sw * e,
-                wob,
-                ys: BLOCK,
-                clamp: clamp.unwrap_or(NO_CLAMP),
-            };
-            let ys: [usize; 2] = std::array::from_fn(|o| j.y_at(ob + o.min(nob - 1), ox));
-            // SAFETY: every tap reads an input row and column inside the image (rows and
-            // columns were checked against the input just above, and for interior pixels by
-            // `valid_range`), r interior pixels at stride sw stay interior, and the channel
-            // walk stays within the image's cb planes; the packed weights hold Mb blocks of
-            // `wob` (built so in `new`); ys are r pixels of this task's own rows of `y` (and
-            // of `z`, which has y's shape), written by no other task.
-            unsafe {
-                regular_tile_dispatch(
-                    &ctx,
-                    nob,
-                    r,
-                    j.x.as_ptr().add(x0),
-                    w.as_ptr().add(ob * wob),
-                    b.as_ptr().add(ob * BLOCK),
-                    ys.map(|i| j.out.0.add(i)),
-                    j.z.map(|z| ys.map(|i| z.as_ptr().add(i))),
-                    [u16::MAX; 2],
-                );
+        for c0 in (0..self.cin).step_by(chunk) {
+            let cin = chunk.min(self.cin - c0);
+            let (from_y, finish) = (c0 > 0, c0 + cin == self.cin);
+            // Channel c0 is lane 0 of input block c0 / 16 (c0 is a multiple of 16 when c0 > 0).
+            let (xc, wc) = ((c0 / BLOCK) * plane * e, c0 * BLOCK);
+            let mut ox = j.ox0;
+            while ox < j.ox1 {
+                let (taps, x0, r) = win.at(ox, j.ox1, img, &mut edge);
+                let ctx = RegularTile {
+                    taps,
+                    cin,
+                    lpb,
+                    lane,
+                    blk: plane * e,
+                    px: sw * e,
+                    wob,
+                    ys: BLOCK,
+                    clamp: clamp.unwrap_or(NO_CLAMP),
+                    from_y,
+                    finish,
+                };
+                let ys: [usize; 2] = std::array::from_fn(|o| j.y_at(ob + o.min(nob - 1), ox));
+                // SAFETY: every tap reads an input row and column inside the image (rows and
+                // columns were checked against the input just above, and for interior pixels
+                // by `valid_range`), r interior pixels at stride sw stay interior, and the
+                // channel walk of channels c0 .. c0 + cin stays within the image's cb planes;
+                // the packed weights hold Mb blocks of `wob` (built so in `new`), a tap's
+                // channels c0 on starting c0·16 into it; ys are r pixels of this task's own
+                // rows of `y` (and of `z`, which has y's shape), written by no other task
+                // (and by this one in the previous pass when `from_y`).
+                unsafe {
+                    regular_tile_dispatch(
+                        &ctx,
+                        nob,
+                        r,
+                        j.x.as_ptr().add(x0 + xc),
+                        w.as_ptr().add(ob * wob + wc),
+                        b.as_ptr().add(ob * BLOCK),
+                        ys.map(|i| j.out.0.add(i)),
+                        j.z.map(|z| ys.map(|i| z.as_ptr().add(i))),
+                        [u16::MAX; 2],
+                    );
+                }
+                ox += r;
             }
-            ox += r;
         }
         if clamp.is_none() && !self.tail.is_empty() {
             for o in 0..nob {
@@ -503,75 +522,6 @@ impl BlockedConv {
 /// A depthwise tile of a row: first pixel, width, input offset from the plane, and the range
 /// of its taps in the row's tap list.
 type DwTile = (usize, usize, usize, std::ops::Range<usize>);
-
-/// The windows of one output row clipped to the input, shared by both convs' spans: kernel
-/// rows outside the input are dropped for the whole row, and a pixel whose window crosses the
-/// left or right edge gets the taps inside it. Taps are (input offset, packed weight offset),
-/// the weights `tap_w` elements per tap.
-struct RowWindows<'a> {
-    g: &'a Geo,
-    tap_w: usize,
-    /// Kernel rows inside the input: (kernel row, offset of its input row in a plane).
-    rows: SmallVec<[(usize, usize); 8]>,
-    /// Interior taps, from a pixel's leftmost input column.
-    inner: SmallVec<[(usize, usize); 64]>,
-    /// The interior pixels, whose whole window row lies inside the input.
-    lo: usize,
-    hi: usize,
-}
-
-impl<'a> RowWindows<'a> {
-    fn new(g: &'a Geo, oy: usize, tap_w: usize) -> RowWindows<'a> {
-        let ([ih, iw], [kh, kw], [sh, sw], [dh, dw], [pt, pl], e) = (g.i, g.k, g.s, g.d, g.p, g.e);
-        let rows: SmallVec<[(usize, usize); 8]> = (0..kh)
-            .filter_map(|a| {
-                let iy = (oy * sh + a * dh).checked_sub(pt).filter(|iy| *iy < ih)?;
-                Some((a, iy * iw * e))
-            })
-            .collect();
-        let inner =
-            rows.iter().flat_map(|&(a, ro)| (0..kw).map(move |c| (ro + c * dw * e, (a * kw + c) * tap_w))).collect();
-        let (lo1, hi1) = valid_range(g.o[1], iw, sw, -(pl as isize));
-        let (lo2, hi2) = valid_range(g.o[1], iw, sw, ((kw - 1) * dw) as isize - pl as isize);
-        // No interior without a kernel row inside the input (an empty input with padding).
-        let (lo, hi) = if rows.is_empty() { (0, 0) } else { (lo1.max(lo2), hi1.min(hi2)) };
-        RowWindows { g, tap_w, rows, inner, lo, hi }
-    }
-
-    /// Whether pixel `ox` is interior (its taps are [`RowWindows::inner`]).
-    fn is_inner(&self, ox: usize) -> bool {
-        ox >= self.lo && ox < self.hi
-    }
-
-    /// The tile starting at pixel `ox` (of a span ending at `end`) over a plane starting at
-    /// `base`: its taps, the input index they are offsets from, and its width — up to
-    /// [`TILE`] interior pixels, or one edge pixel with its taps built in `edge`. Inlined: as
-    /// a call, its returned tuple was read back through a stalled store forward, a tenth of
-    /// MobileNetV2's time.
-    #[inline(always)]
-    fn at<'s>(
-        &'s self,
-        ox: usize,
-        end: usize,
-        base: usize,
-        edge: &'s mut SmallVec<[(usize, usize); 64]>,
-    ) -> (&'s [(usize, usize)], usize, usize) {
-        let g = self.g;
-        let ([_, iw], [_, kw], [_, sw], [_, dw], [_, pl], e) = (g.i, g.k, g.s, g.d, g.p, g.e);
-        if self.is_inner(ox) {
-            return (&self.inner[..], base + (ox * sw - pl) * e, (end.min(self.hi) - ox).min(TILE));
-        }
-        edge.clear();
-        for &(a, ro) in &self.rows {
-            for c in 0..kw {
-                if let Some(ix) = (ox * sw + c * dw).checked_sub(pl).filter(|ix| *ix < iw) {
-                    edge.push((ro + ix * e, (a * kw + c) * self.tap_w));
-                }
-            }
-        }
-        (&edge[..], base, 1)
-    }
-}
 
 /// One task: a span of output pixels of one row of one image.
 struct Job<'a> {

@@ -71,6 +71,25 @@ impl Kernel for ReorderOutput {
     }
 }
 
+/// A copy of `rows` rows of `iw` pixels of `e` elements each, `pl` zero pixels before every
+/// row and `pr` after: the input of a regular conv whose windows cross the left or right
+/// edge, so that every output pixel of a row is read as one interior tile.
+pub(super) fn pad_columns(x: &[f32], rows: usize, iw: usize, e: usize, pl: usize, pr: usize) -> Result<Tensor> {
+    let (src, dst) = (iw * e, (pl + iw + pr) * e);
+    if x.len() != rows * src {
+        return Err(Error::invalid("NCHWc Conv input does not match its shape"));
+    }
+    let len = rows.checked_mul(dst).ok_or_else(|| Error::invalid("NCHWc Conv padded input too large"))?;
+    Tensor::try_build_full::<f32, Error>(&[len], |y| {
+        for_each_plane(y, dst, |row, out| {
+            out[..pl * e].fill(0.0);
+            out[pl * e..pl * e + src].copy_from_slice(&x[row * src..][..src]);
+            out[pl * e + src..].fill(0.0);
+        });
+        Ok(())
+    })
+}
+
 /// Runs `f(index, chunk)` over `y` in chunks of `len`, on rayon when `y` is large.
 fn for_each_plane(y: &mut [f32], len: usize, f: impl Fn(usize, &mut [f32]) + Sync) {
     use rayon::prelude::*;

@@ -26,11 +26,13 @@ fn clamp(v: __m512, lo: __m512, hi: __m512) -> __m512 {
 /// from `w + o·wob + tw` for `o < NOB` are; `w` holds `NOB` blocks of `wob`
 /// elements (`[tap][cin][16]` each); `b` holds `16·NOB` biases; the lanes of `masks[o]`
 /// at `y[o] + r·ys` (and `z[o]`) for `r < R` are valid, those of `y[o]` written by no one
-/// else meanwhile.
+/// else meanwhile. `PX` is 0, or the context's `px` with `lane` 1. With `from_y` the sums
+/// start from the masked lanes at `y` (a previous pass over other input channels); without
+/// `finish` they are stored as they are, with no bias, `z` or clamp.
 // Indexing `acc[o][r]` by both loop counters keeps the fully unrolled nest plain.
 #[allow(clippy::needless_range_loop)]
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn regular_tile<const NOB: usize, const R: usize>(
+pub(super) unsafe fn regular_tile<const NOB: usize, const R: usize, const PX: usize>(
     c: &RegularTile<'_>,
     x: *const f32,
     w: *const f32,
@@ -43,6 +45,15 @@ pub(super) unsafe fn regular_tile<const NOB: usize, const R: usize>(
     // contract, and the CPU has AVX-512F.
     unsafe {
         let mut acc = [[_mm512_setzero_ps(); R]; NOB];
+        if c.from_y {
+            for o in 0..NOB {
+                for r in 0..R {
+                    acc[o][r] = _mm512_maskz_loadu_ps(masks[o], y[o].add(r * c.ys));
+                }
+            }
+        }
+        // A stride known at compile time makes every pixel's address a constant displacement.
+        let (px, lane) = if PX == 0 { (c.px, c.lane) } else { (PX, 1) };
         let full = c.cin / c.lpb;
         let rest = c.cin % c.lpb;
         for &(toff, woff) in c.taps {
@@ -61,13 +72,21 @@ pub(super) unsafe fn regular_tile<const NOB: usize, const R: usize>(
                         *v = _mm512_loadu_ps(wb.add(o * c.wob + l * BLOCK));
                     }
                     for r in 0..R {
-                        let xv = _mm512_set1_ps(*xb.add(r * c.px + l * c.lane));
+                        let xv = _mm512_set1_ps(*xb.add(r * px + l * lane));
                         for o in 0..NOB {
                             acc[o][r] = _mm512_fmadd_ps(xv, wv[o], acc[o][r]);
                         }
                     }
                 }
             }
+        }
+        if !c.finish {
+            for o in 0..NOB {
+                for r in 0..R {
+                    _mm512_mask_storeu_ps(y[o].add(r * c.ys), masks[o], acc[o][r]);
+                }
+            }
+            return;
         }
         let (lo, hi) = (_mm512_set1_ps(c.clamp[0]), _mm512_set1_ps(c.clamp[1]));
         for o in 0..NOB {
@@ -152,7 +171,7 @@ fn half_mask(bits: u16) -> __m256i {
 /// are block 0's).
 #[allow(clippy::needless_range_loop)]
 #[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn regular_tile_avx2<const R: usize>(
+pub(super) unsafe fn regular_tile_avx2<const R: usize, const PX: usize>(
     c: &RegularTile<'_>,
     x: *const f32,
     w: *const f32,
@@ -165,6 +184,15 @@ pub(super) unsafe fn regular_tile_avx2<const R: usize>(
     // contract (masked lanes are neither read nor written), and the CPU has AVX2 and FMA.
     unsafe {
         let mut acc = [[_mm256_setzero_ps(); 2]; R];
+        let masks = [half_mask(mask), half_mask(mask >> 8)];
+        if c.from_y {
+            for r in 0..R {
+                for h in 0..2 {
+                    acc[r][h] = _mm256_maskload_ps(y.add(r * c.ys + 8 * h), masks[h]);
+                }
+            }
+        }
+        let (px, lane) = if PX == 0 { (c.px, c.lane) } else { (PX, 1) };
         let full = c.cin / c.lpb;
         let rest = c.cin % c.lpb;
         for &(toff, woff) in c.taps {
@@ -178,16 +206,23 @@ pub(super) unsafe fn regular_tile_avx2<const R: usize>(
                     let w0 = _mm256_loadu_ps(wb.add(l * BLOCK));
                     let w1 = _mm256_loadu_ps(wb.add(l * BLOCK + 8));
                     for r in 0..R {
-                        let xv = _mm256_broadcast_ss(&*xb.add(r * c.px + l * c.lane));
+                        let xv = _mm256_broadcast_ss(&*xb.add(r * px + l * lane));
                         acc[r][0] = _mm256_fmadd_ps(xv, w0, acc[r][0]);
                         acc[r][1] = _mm256_fmadd_ps(xv, w1, acc[r][1]);
                     }
                 }
             }
         }
+        if !c.finish {
+            for r in 0..R {
+                for h in 0..2 {
+                    _mm256_maskstore_ps(y.add(r * c.ys + 8 * h), masks[h], acc[r][h]);
+                }
+            }
+            return;
+        }
         let (lo, hi) = (_mm256_set1_ps(c.clamp[0]), _mm256_set1_ps(c.clamp[1]));
         let bv = [_mm256_loadu_ps(b), _mm256_loadu_ps(b.add(8))];
-        let masks = [half_mask(mask), half_mask(mask >> 8)];
         for (r, a) in acc.iter().enumerate() {
             for h in 0..2 {
                 let at = r * c.ys + 8 * h;
