@@ -24,33 +24,42 @@ fn short_plans_run_where_they_measured_faster() {
     assert!((0..REMEASURE_EVERY * 2).all(|_| !p.inline()), "long runs are always hosted");
 }
 
+/// A kernel that records what `look` sees from inside a run, and returns a scalar.
+struct Probe<T, F>(Arc<std::sync::Mutex<Vec<T>>>, F);
+
+impl<T: Send, F: Fn() -> T + Send + Sync> Kernel for Probe<T, F> {
+    fn run(&self, _: &[Option<&Value>], _: &RunContext) -> Result<Values> {
+        let seen = (self.1)();
+        if let Ok(mut all) = self.0.lock() {
+            all.push(seen);
+        }
+        Ok(smallvec::smallvec![Value::Tensor(Tensor::scalar(1f32))])
+    }
+}
+
+/// A one-kernel partition on a pool of `threads` running `look` inside each run, and what the
+/// runs saw.
+fn probe<T: Send + 'static>(
+    threads: usize,
+    sleep_between_kernels: bool,
+    look: impl Fn() -> T + Send + Sync + 'static,
+) -> (CpuPartition, Arc<std::sync::Mutex<Vec<T>>>) {
+    let seen = Arc::new(std::sync::Mutex::new(vec![]));
+    let mut b = PlanBuilder::<ValueId, KernelStep>::new();
+    let step = KernelStep { kernel: Box::new(Probe(seen.clone(), look)), node: "probe".into(), op: "Probe".into() };
+    b.step(step, &[], &[Some(ValueId(0))]).unwrap_or_else(|e| panic!("{e}"));
+    b.output(ValueId(0)).unwrap_or_else(|e| panic!("{e}"));
+    let pool = Some(pool_of(threads).unwrap_or_else(|e| panic!("{e}")));
+    (CpuPartition { plan: b.build(), pool, placement: Placement::default(), sleep_between_kernels }, seen)
+}
+
 /// A partition asked for one thread runs on the caller's thread with kernels kept on it
 /// (`par::serial`); one of two threads hands its first run to its pool, and a run it
 /// measures on the caller's thread keeps its kernels there too.
 #[test]
 fn one_thread_partitions_run_on_the_callers_thread() {
-    type Seen = std::sync::Mutex<Vec<(std::thread::ThreadId, bool)>>;
-    struct Probe(Arc<Seen>);
-    impl Kernel for Probe {
-        fn run(&self, _: &[Option<&Value>], _: &RunContext) -> Result<Values> {
-            if let Ok(mut seen) = self.0.lock() {
-                seen.push((std::thread::current().id(), crate::par::serial()));
-            }
-            Ok(smallvec::smallvec![Value::Tensor(Tensor::scalar(1f32))])
-        }
-    }
     for threads in [1, 2] {
-        let seen = Arc::new(Seen::default());
-        let mut b = PlanBuilder::<ValueId, KernelStep>::new();
-        let step = KernelStep { kernel: Box::new(Probe(seen.clone())), node: "probe".into(), op: "Probe".into() };
-        b.step(step, &[], &[Some(ValueId(0))]).unwrap_or_else(|e| panic!("{e}"));
-        b.output(ValueId(0)).unwrap_or_else(|e| panic!("{e}"));
-        let part = CpuPartition {
-            plan: b.build(),
-            pool: Some(pool_of(threads).unwrap_or_else(|e| panic!("{e}"))),
-            placement: Placement::default(),
-            sleep_between_kernels: false,
-        };
+        let (part, seen) = probe(threads, false, || (std::thread::current().id(), crate::par::serial()));
         for i in 0..3 {
             part.run(&[], &RunContext::default()).unwrap_or_else(|e| panic!("{e}"));
             if i == 0 {
@@ -79,30 +88,11 @@ fn one_thread_partitions_run_on_the_callers_thread() {
 /// keepers) unless the provider says they sleep between kernels.
 #[test]
 fn sleep_between_kernels_runs_without_keepers() {
-    struct Probe(Arc<std::sync::Mutex<Vec<usize>>>);
-    impl Kernel for Probe {
-        fn run(&self, _: &[Option<&Value>], _: &RunContext) -> Result<Values> {
-            let keepers = rayon::broadcast(|_| crate::par::in_keeper()).into_iter().filter(|k| *k).count();
-            if let Ok(mut seen) = self.0.lock() {
-                seen.push(keepers);
-            }
-            Ok(smallvec::smallvec![Value::Tensor(Tensor::scalar(1f32))])
-        }
-    }
     // A pool no other test uses: one plan hosted at a time.
     let threads = 3;
     for sleep in [false, true] {
-        let seen = Arc::new(std::sync::Mutex::new(vec![]));
-        let mut b = PlanBuilder::<ValueId, KernelStep>::new();
-        let step = KernelStep { kernel: Box::new(Probe(seen.clone())), node: "probe".into(), op: "Probe".into() };
-        b.step(step, &[], &[Some(ValueId(0))]).unwrap_or_else(|e| panic!("{e}"));
-        b.output(ValueId(0)).unwrap_or_else(|e| panic!("{e}"));
-        let part = CpuPartition {
-            plan: b.build(),
-            pool: Some(pool_of(threads).unwrap_or_else(|e| panic!("{e}"))),
-            placement: Placement::default(),
-            sleep_between_kernels: sleep,
-        };
+        let (part, seen) =
+            probe(threads, sleep, || rayon::broadcast(|_| crate::par::in_keeper()).into_iter().filter(|k| *k).count());
         // A new partition's first run is hosted.
         part.run(&[], &RunContext::default()).unwrap_or_else(|e| panic!("{e}"));
         let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
