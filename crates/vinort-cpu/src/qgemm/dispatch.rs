@@ -79,7 +79,7 @@ impl Kern {
             // `Kern::checked`, after runtime detection of avx512f, avx512bw,
             // avx512vl and avx512vnni, the features `vnni_block` is compiled
             // for; it reads and writes memory only through the given slices.
-            Isa::Avx512Vnni => unsafe { x86::vnni_block(a, b, panels, c, ldc, col_base) },
+            Isa::Avx512Vnni => unsafe { x86::vnni_block(a, b, panels, &mut x86::I32Out { c, ldc, col_base }) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: a `Kern` holding `Avx2` is only built by
             // `Kern::checked`, after runtime detection of avx2, the feature

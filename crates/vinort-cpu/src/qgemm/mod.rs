@@ -391,8 +391,12 @@ impl<'a> ASrc<'a> {
 
 mod dispatch;
 mod repack;
+mod requant;
 #[cfg(target_arch = "x86_64")]
 mod x86;
+pub(crate) use requant::{Requant, qgemm_requant};
+#[cfg(target_arch = "x86_64")]
+pub(crate) use x86::narrow16;
 
 use dispatch::{Isa, Kern, row_sum_portable};
 
@@ -427,19 +431,17 @@ pub(crate) fn qgemm(
     qgemm_impl(Isa::detected(), m, a, lda, za, b, c, ldc, par_min)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn qgemm_impl(
-    isa: Isa,
+/// Validates a product's sizes (A m × k at stride `lda`, `za` 1 or m values, C m × n at stride
+/// `ldc`) and returns C cut to what it needs, or `None` when there is nothing to compute.
+fn checked<'c, T>(
     m: usize,
     a: Int8<'_>,
     lda: usize,
     za: &[i32],
     b: &PackedB,
-    c: &mut [i32],
+    c: &'c mut [T],
     ldc: usize,
-    par_min: Option<usize>,
-) -> Result<(), String> {
-    let kern = Kern::checked(isa)?;
+) -> Result<Option<&'c mut [T]>, String> {
     let (k, n) = (b.k, b.n);
     if za.len() != 1 && za.len() != m {
         return Err(format!("qgemm: A zero point has {} values, expected 1 or m = {m}", za.len()));
@@ -451,7 +453,7 @@ fn qgemm_impl(
         return Err(format!("qgemm: ldc = {ldc} < n = {n}"));
     }
     if m == 0 || n == 0 {
-        return Ok(());
+        return Ok(None);
     }
     let need = |rows: usize, ld: usize, cols: usize| {
         (rows - 1)
@@ -467,11 +469,32 @@ fn qgemm_impl(
     if c.len() < need_c {
         return Err(format!("qgemm: C has {} elements, {m} x {n} with ldc {ldc} needs {need_c}", c.len()));
     }
-    let c = &mut c[..need_c];
+    Ok(Some(&mut c[..need_c]))
+}
+
+/// Rows per block: about A_BLOCK_BYTES of A (kept in L2 while the panels of B sweep over it),
+/// a multiple of MR.
+fn block_rows(k: usize) -> usize {
+    (A_BLOCK_BYTES / k.max(1)).clamp(2 * MR, 64 * MR) / MR * MR
+}
+
+#[allow(clippy::too_many_arguments)]
+fn qgemm_impl(
+    isa: Isa,
+    m: usize,
+    a: Int8<'_>,
+    lda: usize,
+    za: &[i32],
+    b: &PackedB,
+    c: &mut [i32],
+    ldc: usize,
+    par_min: Option<usize>,
+) -> Result<(), String> {
+    let kern = Kern::checked(isa)?;
+    let Some(c) = checked(m, a, lda, za, b, c, ldc)? else { return Ok(()) };
+    let (k, n) = (b.k, b.n);
     let src = ASrc::new(a, lda, k, za, b);
-    // Rows per block: about A_BLOCK_BYTES of A (kept in L2 while the panels
-    // of B sweep over it), a multiple of MR.
-    let mc = (A_BLOCK_BYTES / k.max(1)).clamp(2 * MR, 64 * MR) / MR * MR;
+    let mc = block_rows(k);
 
     let work = m.saturating_mul(n).saturating_mul(k);
     let threads = match par_min {

@@ -412,3 +412,84 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// `qgemm_requant` stores ONNX Runtime's requantization of the definition's sums (written
+    /// out here: the sum plus bias as f32, times the multiplier, rounded half to even, plus the
+    /// zero point, saturated), leaves the gaps of `y` alone, and on a CPU without its kernel
+    /// writes nothing and says so.
+    #[test]
+    fn requantized_store_matches_definition(cs in case(40, 70, 300), signed_y in any::<bool>(), narrow in any::<bool>()) {
+        let Case { m, n, k, lda, ldc, .. } = cs;
+        let mut rng = Rng(cs.seed ^ 0x5EED);
+        let a: Vec<u8> = (0..(m - 1) * lda + k).map(|_| rng.byte()).collect();
+        let b: Vec<i8> = (0..k * n).map(|_| rng.byte() as i8).collect();
+        let a32: Vec<i32> = a.iter().map(|&x| i32::from(x)).collect();
+        let b32: Vec<i32> = b.iter().map(|&x| i32::from(x)).collect();
+        let za = zero_points(&mut rng, cs.za_mode, m, false);
+        let zb = zero_points(&mut rng, cs.zb_mode, n, true);
+        let mut sums = vec![0; (m - 1) * ldc + n];
+        naive(m, n, k, &a32, lda, &za, &b32, cs.trans, &zb, &mut sums, ldc);
+        let bias: Vec<i32> = (0..n).map(|_| (rng.next() % 20_001) as i32 - 10_000).collect();
+        // Multipliers from 2⁻¹⁶ to 2⁻², some exactly powers of two (half-integer products);
+        // now and then one above 1/2 (the product is then clamped before its conversion: with
+        // 1000, beyond i32).
+        let big = rng.next().is_multiple_of(4);
+        let mult: Vec<f32> = (0..n)
+            .map(|_| match rng.next() % 8 {
+                0 if big => [0.75, 3.0, 1000.0][(rng.next() % 3) as usize],
+                0..3 => 2f32.powi(-((rng.next() % 15) as i32 + 2)),
+                _ => (rng.next() % 1000 + 1) as f32 * 2f32.powi(-20),
+            })
+            .collect();
+        let full = if signed_y { (-128, 127) } else { (0, 255) };
+        // A narrower range (a Relu folded in) now and then.
+        let range = if narrow { (full.0 + 20, full.1 - 30) } else { full };
+        let zy = ((rng.next() % 200) as i32 + full.0).clamp(range.0, range.1);
+        let ldy = n + (rng.next() % 5) as usize;
+        let mut want = vec![0xA5u8; (m - 1) * ldy + n + 2];
+        for i in 0..m {
+            for j in 0..n {
+                let v = (sums[i * ldc + j].wrapping_add(bias[j]) as f32 * mult[j]).round_ties_even();
+                let q = (v as i64 + i64::from(zy)).clamp(range.0.into(), range.1.into());
+                want[i * ldy + j] = q as u8;
+            }
+        }
+        let packed = PackedB::new(Int8::I8(&b), k, n, cs.trans, &zb).map_err(TestCaseError::fail)?;
+        let q = Requant { bias: &bias, mult: &mult, zy, range };
+        let mut got = vec![0xA5u8; want.len()];
+        let fused = qgemm_requant(m, Int8::U8(&a), lda, &za, &packed, &q, &mut got, ldy, signed_y).map_err(TestCaseError::fail)?;
+        prop_assert_eq!(fused, Isa::detected() == Isa::Avx512Vnni);
+        if fused {
+            prop_assert!(got == want, "requantized product differs");
+        } else {
+            prop_assert!(got.iter().all(|&x| x == 0xA5), "wrote without the kernel");
+        }
+    }
+}
+
+#[test]
+fn requantized_store_rejects_bad_parameters() {
+    let b = [1i8; 8];
+    let packed = PackedB::new(Int8::I8(&b), 2, 4, false, &[0]).unwrap_or_else(|e| panic!("{e}"));
+    let a = [3u8; 4];
+    let mut y = [0u8; 8];
+    let (bias, mult) = ([0; 4], [0.5f32; 4]);
+    let mut run = |q: &Requant<'_>, signed| qgemm_requant(2, Int8::U8(&a), 2, &[0], &packed, q, &mut y, 4, signed);
+    if Isa::detected() != Isa::Avx512Vnni {
+        return;
+    }
+    let ok = Requant { bias: &bias, mult: &mult, zy: 0, range: (0, 255) };
+    assert_eq!(run(&ok, false), Ok(true));
+    for (q, signed, what) in [
+        (Requant { bias: &bias[..3], ..ok }, false, "3 biases"),
+        (Requant { mult: &mult[..2], ..ok }, false, "2 multipliers"),
+        (Requant { range: (0, 255), ..ok }, true, "range"),
+        (Requant { zy: 300, ..ok }, false, "zero point 300"),
+    ] {
+        let err = run(&q, signed).expect_err(what);
+        assert!(err.contains(what), "{err}");
+    }
+}

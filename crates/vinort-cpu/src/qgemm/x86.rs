@@ -1,40 +1,159 @@
 //! The x86-64 kernels: AVX-512 VNNI and AVX2.
 
-use super::{ABlock, LANES, Line, MR, PackedB, Panel, PanelView};
+use super::{ABlock, LANES, Line, MR, PackedB, Panel, PanelView, Requant};
 use std::arch::x86_64::*;
 
-/// AVX-512 VNNI block driver: every panel sweeps over all row tiles of `a`.
+/// Where the VNNI kernel puts a tile's finished row of sums (the exact `C` values).
+pub(super) trait Store {
+    /// The first `ncols` lanes of `v` (in order, 16 per vector): row `r` of the block, columns
+    /// `col .. col + ncols` of `C`.
+    ///
+    /// # Safety
+    ///
+    /// The CPU has AVX-512 F/BW/VL; `r` is a row of the block the store was made for, `ncols`
+    /// is in `1 ..= 16·NV` and columns `col .. col + ncols` are below `n`.
+    unsafe fn put<const NV: usize>(&mut self, r: usize, col: usize, v: [__m512i; NV], ncols: usize);
+}
+
+/// `C` as i32: row `r` at `r · ldc`, column `j` at `j − col_base`.
+pub(super) struct I32Out<'c> {
+    pub(super) c: &'c mut [i32],
+    pub(super) ldc: usize,
+    pub(super) col_base: usize,
+}
+
+impl Store for I32Out<'_> {
+    #[inline(always)]
+    unsafe fn put<const NV: usize>(&mut self, r: usize, col: usize, v: [__m512i; NV], ncols: usize) {
+        let out = self.c[r * self.ldc + col - self.col_base..].as_mut_ptr();
+        for (i, v) in v.into_iter().enumerate() {
+            let cols = ncols.saturating_sub(i * LANES).min(LANES);
+            let mask = ((1u32 << cols) - 1) as u16;
+            // SAFETY: the masked lanes are columns of row r, inside `c` (the caller's contract).
+            unsafe { _mm512_mask_storeu_epi32(out.add(i * LANES), mask, v) }
+        }
+    }
+}
+
+/// `C` requantized to bytes as it is stored ([`Requant`], i8 values when `SIGNED`): row `r`
+/// at `r · ldy`. The parameters are copied in, so that the byte stores (which may alias any
+/// memory, as far as the compiler knows) do not make it reload them.
+pub(super) struct RequantOut<'y, 'q, const SIGNED: bool> {
+    y: &'y mut [u8],
+    ldy: usize,
+    bias: &'q [i32],
+    mult: &'q [f32],
+    zy: i32,
+    lo: f32,
+    hi: f32,
+    /// Whether the product must be clamped before its conversion; else the conversion cannot
+    /// overflow and the packs' saturation is the clamp (see [`Requant::saturating`]).
+    clamp: bool,
+}
+
+impl<'y, 'q, const SIGNED: bool> RequantOut<'y, 'q, SIGNED> {
+    /// `bias` replaces `q.bias` (the zero-point terms folded in, or not).
+    pub(super) fn new(y: &'y mut [u8], ldy: usize, q: &Requant<'q>, bias: &'q [i32]) -> Self {
+        let (lo, hi) = q.bounds();
+        let clamp = !q.saturating(SIGNED);
+        RequantOut { y, ldy, bias, mult: q.mult, zy: q.zy, lo, hi, clamp }
+    }
+}
+
+impl<const SIGNED: bool> Store for RequantOut<'_, '_, SIGNED> {
+    #[inline(always)]
+    unsafe fn put<const NV: usize>(&mut self, r: usize, col: usize, v: [__m512i; NV], ncols: usize) {
+        let out = self.y[r * self.ldy + col..].as_mut_ptr();
+        // SAFETY: columns col .. col + ncols are below n, which `bias` and `mult` cover
+        // (checked by `qgemm_requant`): the loads are masked to them; the store writes bytes
+        // of row r inside `y` (the caller's contract).
+        unsafe {
+            let mut w = [_mm512_setzero_si512(); 4];
+            for (i, v) in v.into_iter().enumerate() {
+                let cols = ncols.saturating_sub(i * LANES).min(LANES);
+                let mask = ((1u32 << cols) - 1) as u16;
+                let bias = _mm512_maskz_loadu_epi32(mask, self.bias.as_ptr().add(col + i * LANES));
+                let mult = _mm512_maskz_loadu_ps(mask, self.mult.as_ptr().add(col + i * LANES));
+                let mut f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(v, bias)), mult);
+                if self.clamp {
+                    f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(self.lo)), _mm512_set1_ps(self.hi));
+                }
+                let q = _mm512_cvt_roundps_epi32::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(f);
+                w[i] = _mm512_add_epi32(q, _mm512_set1_epi32(self.zy));
+            }
+            for i in NV..4 {
+                w[i] = w[0];
+            }
+            // Saturating packs: dword 4L + k of the packed vector holds lanes 4L..4L + 4 of
+            // w[k]; the permutation puts w[0]'s 16 bytes first, then w[1]'s...
+            let a = _mm512_packs_epi32(w[0], w[1]);
+            let b = _mm512_packs_epi32(w[2], w[3]);
+            let bytes = if SIGNED { _mm512_packs_epi16(a, b) } else { _mm512_packus_epi16(a, b) };
+            let order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+            let mask = u64::MAX >> (64 - ncols);
+            _mm512_mask_storeu_epi8(out.cast(), mask, _mm512_permutexvar_epi32(order, bytes));
+        }
+    }
+}
+
+/// 16 i32 values to 16 bytes, saturating (to i8 when `signed`, else u8). Packs, not a
+/// truncating `vpmovdb`, which the compiler fuses with a following store into a form that is
+/// slow on AMD cores.
+///
+/// # Safety
+///
+/// The CPU has AVX-512 F/BW/VL (register operations only).
+#[inline(always)]
+pub(crate) unsafe fn narrow16(v: __m512i, signed: bool) -> __m128i {
+    // SAFETY: the caller's contract.
+    unsafe {
+        // Per 128-bit lane: [l0..l3, h0..h3] as i16, then as bytes (twice); the dwords
+        // [0, 4, 1, 5] then hold l0..l7, h0..h7.
+        let w = _mm256_packs_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64::<1>(v));
+        let b = if signed { _mm256_packs_epi16(w, w) } else { _mm256_packus_epi16(w, w) };
+        _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5)))
+    }
+}
+
+/// AVX-512 VNNI block driver: every panel sweeps over all row tiles of `a`, and each tile's
+/// sums go to `out`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vl")]
-pub(super) fn vnni_block(a: ABlock<'_>, b: &PackedB, panels: &[Panel], c: &mut [i32], ldc: usize, col_base: usize) {
+pub(super) fn vnni_block<S: Store>(a: ABlock<'_>, b: &PackedB, panels: &[Panel], out: &mut S) {
     for panel in panels {
         let p = b.view(panel);
         for (t, tile) in a.tiles().enumerate() {
-            let cc = &mut c[t * MR * ldc + panel.col0 - col_base..];
+            let at = (t * MR, panel.col0);
             // At most 8 columns in the last line: a ymm does them.
             let half = (panel.ncols - 1) % LANES < 8;
             match (panel.nv, half) {
-                (1, false) => vnni_rows::<1, false>(&tile, &p, cc, ldc),
-                (2, false) => vnni_rows::<2, false>(&tile, &p, cc, ldc),
-                (_, false) => vnni_rows::<3, false>(&tile, &p, cc, ldc),
-                (1, true) => vnni_rows::<1, true>(&tile, &p, cc, ldc),
-                (2, true) => vnni_rows::<2, true>(&tile, &p, cc, ldc),
-                (_, true) => vnni_rows::<3, true>(&tile, &p, cc, ldc),
+                (1, false) => vnni_rows::<1, false, S>(&tile, &p, out, at),
+                (2, false) => vnni_rows::<2, false, S>(&tile, &p, out, at),
+                (_, false) => vnni_rows::<3, false, S>(&tile, &p, out, at),
+                (1, true) => vnni_rows::<1, true, S>(&tile, &p, out, at),
+                (2, true) => vnni_rows::<2, true, S>(&tile, &p, out, at),
+                (_, true) => vnni_rows::<3, true, S>(&tile, &p, out, at),
             }
         }
     }
 }
 
+/// The tile of `t.rows` rows at `at` (its first row in the block, its first column of `C`).
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vl")]
-fn vnni_rows<const NV: usize, const HALF: bool>(t: &ABlock<'_>, p: &PanelView<'_>, c: &mut [i32], ldc: usize) {
+fn vnni_rows<const NV: usize, const HALF: bool, S: Store>(
+    t: &ABlock<'_>,
+    p: &PanelView<'_>,
+    out: &mut S,
+    at: (usize, usize),
+) {
     match t.rows {
-        1 => vnni_tile::<1, NV, HALF>(t, p, c, ldc),
-        2 => vnni_tile::<2, NV, HALF>(t, p, c, ldc),
-        3 => vnni_tile::<3, NV, HALF>(t, p, c, ldc),
-        4 => vnni_tile::<4, NV, HALF>(t, p, c, ldc),
-        5 => vnni_tile::<5, NV, HALF>(t, p, c, ldc),
-        6 => vnni_tile::<6, NV, HALF>(t, p, c, ldc),
-        7 => vnni_tile::<7, NV, HALF>(t, p, c, ldc),
-        _ => vnni_tile::<MR, NV, HALF>(t, p, c, ldc),
+        1 => vnni_tile::<1, NV, HALF, S>(t, p, out, at),
+        2 => vnni_tile::<2, NV, HALF, S>(t, p, out, at),
+        3 => vnni_tile::<3, NV, HALF, S>(t, p, out, at),
+        4 => vnni_tile::<4, NV, HALF, S>(t, p, out, at),
+        5 => vnni_tile::<5, NV, HALF, S>(t, p, out, at),
+        6 => vnni_tile::<6, NV, HALF, S>(t, p, out, at),
+        7 => vnni_tile::<7, NV, HALF, S>(t, p, out, at),
+        _ => vnni_tile::<MR, NV, HALF, S>(t, p, out, at),
     }
 }
 
@@ -123,19 +242,26 @@ unsafe fn read_words<const R: usize>(t: &ABlock<'_>, g: usize) -> [u32; R] {
 
 /// `R` rows × `NV`·16 columns of C.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vl")]
-fn vnni_tile<const R: usize, const NV: usize, const HALF: bool>(
+fn vnni_tile<const R: usize, const NV: usize, const HALF: bool, S: Store>(
     t: &ABlock<'_>,
     p: &PanelView<'_>,
-    c: &mut [i32],
-    ldc: usize,
+    out: &mut S,
+    at: (usize, usize),
 ) {
     let (acc, rs) = if t.need_rs { vnni_dot::<R, NV, HALF, true>(t, p) } else { vnni_dot::<R, NV, HALF, false>(t, p) };
     let rs = to_i32x16(rs);
-    match (p.zb_uniform.is_some(), t.za_uniform.is_some()) {
-        (false, false) => vnni_store::<R, NV, false, false>(&acc, &rs, t, p, c, ldc),
-        (false, true) => vnni_store::<R, NV, false, true>(&acc, &rs, t, p, c, ldc),
-        (true, false) => vnni_store::<R, NV, true, false>(&acc, &rs, t, p, c, ldc),
-        (true, true) => vnni_store::<R, NV, true, true>(&acc, &rs, t, p, c, ldc),
+    match (p.zb_uniform, t.za_uniform) {
+        // Both zero-point terms vanish (or the caller folded them into its bias).
+        (Some(0), Some(0)) => {
+            for (r, row) in acc.iter().enumerate() {
+                // SAFETY: row r of the tile is a row of the block; the panel's columns.
+                unsafe { out.put(at.0 + r, at.1, *row, p.ncols) };
+            }
+        }
+        (None, None) => vnni_store::<R, NV, false, false, S>(&acc, &rs, t, p, out, at),
+        (None, Some(_)) => vnni_store::<R, NV, false, true, S>(&acc, &rs, t, p, out, at),
+        (Some(_), None) => vnni_store::<R, NV, true, false, S>(&acc, &rs, t, p, out, at),
+        (Some(_), Some(_)) => vnni_store::<R, NV, true, true, S>(&acc, &rs, t, p, out, at),
     }
 }
 
@@ -213,13 +339,13 @@ fn vnni_dot<const R: usize, const NV: usize, const HALF: bool, const RS: bool>(
 /// a vector per tile instead of a vector product per output vector.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx512vl")]
-fn vnni_store<const R: usize, const NV: usize, const ZB_U: bool, const ZA_U: bool>(
+fn vnni_store<const R: usize, const NV: usize, const ZB_U: bool, const ZA_U: bool, S: Store>(
     acc: &[[__m512i; NV]; R],
     rs: &[i32; 16],
     t: &ABlock<'_>,
     p: &PanelView<'_>,
-    c: &mut [i32],
-    ldc: usize,
+    out: &mut S,
+    (row0, col0): (usize, usize),
 ) {
     let (zq, _) = p.zq.as_chunks::<16>();
     let (csk, _) = p.csk.as_chunks::<16>();
@@ -229,18 +355,16 @@ fn vnni_store<const R: usize, const NV: usize, const ZB_U: bool, const ZA_U: boo
         let rs_zb = _mm512_set1_epi32(rs.wrapping_mul(zb_u));
         let rs = _mm512_set1_epi32(rs);
         let za = if ZA_U { za_u } else { _mm512_set1_epi32(t.za(r)) };
-        let row = &mut c[r * ldc..][..p.ncols];
-        for ((out, &s), (zq, csk)) in row.chunks_mut(LANES).zip(accr).zip(zq.iter().zip(csk)) {
+        let mut sums = *accr;
+        for (sum, (zq, csk)) in sums.iter_mut().zip(zq.iter().zip(csk)) {
             let row_term = if ZB_U { rs_zb } else { _mm512_mullo_epi32(rs, load_i32x16(zq)) };
             // With a uniform za' this product is the same for every row
             // (LLVM hoists it out of the row loop).
             let col_term = _mm512_mullo_epi32(za, load_i32x16(csk));
-            let v = _mm512_sub_epi32(_mm512_sub_epi32(s, row_term), col_term);
-            let mask = (u32::MAX >> (32 - out.len())) as u16;
-            // SAFETY: `out` has 1..=16 elements and `mask` enables
-            // exactly its first `out.len()` lanes: no other lane is written.
-            unsafe { _mm512_mask_storeu_epi32(out.as_mut_ptr(), mask, v) };
+            *sum = _mm512_sub_epi32(_mm512_sub_epi32(*sum, row_term), col_term);
         }
+        // SAFETY: row0 + r is a row of the block (the tile's R rows); the panel's columns.
+        unsafe { out.put(row0 + r, col0, sums, p.ncols) };
     }
 }
 

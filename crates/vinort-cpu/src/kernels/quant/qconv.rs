@@ -5,8 +5,9 @@
 //! Inputs are shifted by their zero points (x per tensor, w per tensor or per output channel)
 //! and convolved with i32 accumulation through Conv's im2col walk (one column matrix per
 //! image and group); padding contributes zero after the shift.
-//! QLinearConv adds the int32 bias, multiplies by `x_scale * w_scale / y_scale` (f32, product in
-//! f64), rounds half to even and saturates to the output type.
+//! QLinearConv adds the int32 bias, multiplies by `x_scale * w_scale / y_scale`, rounds half to
+//! even, adds the output zero point and saturates to the output type, in f32 as ONNX Runtime
+//! does ([`round::requantize`]).
 
 use rayon::prelude::*;
 use vinort_ir::Values;
@@ -344,19 +345,18 @@ pub(crate) fn qlinear_conv(attrs: &ConvAttrs, inputs: &[Option<&Value>]) -> Resu
         };
         let zp = match y_zp {
             Some(z) => match load_i32(z)?.as_slice() {
-                [v] => *v as f64,
+                [v] => *v,
                 _ => return Err(Error::unsupported("y_zero_point must be a scalar")),
             },
-            None => 0.0,
+            None => 0,
         };
         let plane: usize = shape[2..].iter().product();
         let fill = |o: &mut [i32]| {
             for (i, (block, acc)) in o.chunks_mut(plane.max(1)).zip(acc.chunks(plane.max(1))).enumerate() {
                 let oc = i % m.max(1);
                 let ws = if w_scale.len() == 1 { w_scale[0] } else { w_scale[oc] };
-                let mult = (x_scale * ws / y_scale) as f64;
                 let b = bias.as_ref().map_or(0, |b| b[oc]);
-                round::requantize(acc, b, mult, zp, (lo as f64, hi as f64), block, |v| v);
+                round::requantize(acc, b, x_scale * ws / y_scale, zp, (lo, hi), block, |v| v);
             }
         };
         let mut q = vec![0i32; acc.len()];

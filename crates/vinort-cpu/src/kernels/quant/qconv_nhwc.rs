@@ -21,13 +21,11 @@
 //!   64 channels of a tap per input load with `vpdpbusd` instead.
 //!
 //! The arithmetic is the NCHW kernel's ([`super::qconv_prepared`], hence
-//! [`super::qconv::qlinear_conv`]'s): the same exact i32 sums and the same requantization (the
-//! f32 multiplier widened to f64, ties to even), so the outputs are bit-identical to the
-//! NCHW ones and the layout pass changes no value (tested). The AVX-512 loops ([`x86`])
-//! requantize in f32 where that provably rounds the same as the f64 formula and fall back to
-//! it per vector where it might not. The portable loops are plain Rust, compiled once more
-//! with AVX2 enabled and chosen at run time; no crate offers an exact-rounding channels-last
-//! int8 convolution.
+//! [`super::qconv::qlinear_conv`]'s): the same exact i32 sums and the same requantization
+//! (ONNX Runtime's: [`super::round::requantize`]), so the outputs are bit-identical to the
+//! NCHW ones and the layout pass changes no value (tested). The AVX-512 loops are in [`x86`];
+//! the portable loops are plain Rust, compiled once more with AVX2 enabled and chosen at run
+//! time; no crate offers a channels-last int8 convolution with ONNX Runtime's rounding.
 
 use rayon::prelude::*;
 use std::cell::Cell;
@@ -35,11 +33,12 @@ use vinort_ir::{DType, Error, Result, RunContext, Tensor, Value, Values};
 
 use super::qconv::{ConvAttrs, geometry};
 use super::qconv_prepared::{Form, Out, Q8, Zx, prepare_qlinear, with_buf};
+use super::round::requant_bounds;
 use crate::kernel::{Kernel, NodeInfo, tensor_in};
 use crate::kernels::conv::im2col::Geo3;
 use crate::kernels::window::valid_range;
 use crate::per_shape::PerShape;
-use crate::qgemm::{Int8, PackedB, qgemm};
+use crate::qgemm::{self, Int8, PackedB, qgemm};
 
 thread_local! {
     static ACC: Cell<Vec<i32>> = const { Cell::new(Vec::new()) };
@@ -63,15 +62,12 @@ pub(crate) struct NhwcConv {
     x_dtype: DType,
     y_dtype: DType,
     zx: i32,
-    /// Per output channel: the requantization multiplier (also as the f32 it was computed in)
-    /// and the bias.
-    mult: Vec<f64>,
-    mult32: Vec<f32>,
+    /// Per output channel: the requantization multiplier and the bias.
+    mult: Vec<f32>,
     bias: Vec<i32>,
-    /// Every sum plus bias stays below 2²⁴ in magnitude (bounded from the weights).
-    small: bool,
-    zy: f64,
-    range: (f64, f64),
+    zy: i32,
+    /// The output type's range.
+    range: (i32, i32),
     form: NForm,
     avx512: bool,
     avx2: bool,
@@ -97,16 +93,14 @@ impl NhwcConv {
         let Some(p) = prepare_qlinear(info)? else { return Ok(None) };
         let (Out::Requant(q), Zx::Const(zx)) = (p.out, p.zx) else { return Ok(None) };
         let Ok(w_shape) = <[usize; 4]>::try_from(p.w_shape.as_slice()) else { return Ok(None) };
-        // The fast requantization assumes finite parameters (the generic kernel defines the rest).
-        if !q.zy.is_finite() || q.mult.iter().any(|m| !m.is_finite()) {
+        // The fast requantization assumes finite multipliers (the generic kernel defines the rest).
+        if q.mult.iter().any(|m| !m.is_finite()) {
             return Ok(None);
         }
         let [m, cg, kh, kw] = w_shape;
         let taps = kh * kw;
         #[cfg(target_arch = "x86_64")]
         let mut vnni = None;
-        // Per output channel: Σ |w − zw| over its taps, for the bound on the sums.
-        let mut wabs = vec![0i64; m];
         let form = match p.form {
             Form::Depthwise(wf) => {
                 // [channel][tap] → [tap][channel]; the values are integers below 2⁹.
@@ -114,12 +108,11 @@ impl NhwcConv {
                 for (c, row) in wf.chunks_exact(taps).enumerate() {
                     for (t, v) in row.iter().enumerate() {
                         w[t * m + c] = *v as i32;
-                        wabs[c] += i64::from(w[t * m + c].unsigned_abs());
                     }
                 }
                 #[cfg(target_arch = "x86_64")]
                 {
-                    vnni = DwVnni::new(&w, m, zx, p.x_dtype == DType::I8, &q.mult, &q.bias);
+                    vnni = DwVnni::new(&w, m, (kh, kw), zx, p.x_dtype == DType::I8, &q.mult, &q.bias);
                 }
                 NForm::Depthwise(w)
             }
@@ -134,8 +127,6 @@ impl NhwcConv {
                         for t in 0..taps {
                             let v = bytes[(o * cg + c) * taps + t];
                             r[o * k + t * cg + c] = v;
-                            let v = if w.dtype() == DType::U8 { i32::from(v) } else { i32::from(v as i8) };
-                            wabs[o] += i64::from((v - zw[o]).unsigned_abs());
                         }
                     }
                 }
@@ -147,17 +138,12 @@ impl NhwcConv {
                 NForm::Gemm(PackedB::new(b, k, m, true, &zw).map_err(Error::invalid)?)
             }
         };
-        // |x − zx| is at most xmax, so |acc + bias| ≤ Σ|w − zw| · xmax + |bias|.
-        let xmax = i64::from(if p.x_dtype == DType::I8 { (zx + 128).max(127 - zx) } else { zx.max(255 - zx) });
-        let small = wabs.iter().zip(&q.bias).all(|(s, b)| s * xmax + i64::from(b.unsigned_abs()) < 1 << 24);
         Ok(Some(NhwcConv {
             attrs: p.attrs,
-            small,
             w_shape,
             x_dtype: p.x_dtype,
             y_dtype: q.dtype,
             zx,
-            mult32: q.mult.iter().map(|m| *m as f32).collect(),
             mult: q.mult,
             bias: q.bias,
             zy: q.zy,
@@ -187,14 +173,7 @@ impl NhwcConv {
     }
 
     fn requant(&self) -> Requant<'_> {
-        Requant {
-            mult: &self.mult,
-            mult32: &self.mult32,
-            bias: &self.bias,
-            zy: self.zy,
-            range: self.range,
-            small: self.small,
-        }
+        Requant { mult: &self.mult, bias: &self.bias, zy: self.zy, range: self.range }
     }
 
     fn depthwise<X: Q8, Y: Q8>(&self, g: &Geo3, x: &[X], w: &[i32], y: &mut [Y]) {
@@ -245,43 +224,61 @@ impl NhwcConv {
         }
         // Whole tiles of 8 rows per task, as even as they come.
         let per = rows.div_ceil(tasks.max(1)).next_multiple_of(8).max(8);
-        let zx = [self.zx];
-        let q = self.requant();
         let task = |(t, yc): (usize, &mut [Y])| -> Result<()> {
             let (r0, np) = (t * per, yc.len() / m);
-            with_buf(&ACC, np * m, |acc| {
-                let product = if pointwise {
-                    qgemm(np, X::int8(&x[r0 * c..]), c, &zx, b, acc, m, false)
-                } else {
-                    with_buf(X::cols(), np * k, |cols| {
-                        patches(g, x, X::from_i32(self.zx), r0, cols);
-                        qgemm(np, X::int8(cols), k, &zx, b, acc, m, false)
-                    })
-                };
-                product.map_err(Error::invalid)?;
-                #[cfg(target_arch = "x86_64")]
-                if self.avx512 {
-                    // SAFETY: `avx512()` found the features this build enables.
-                    unsafe { requant_avx512(&q, acc, yc) };
-                    return Ok(());
-                }
-                for (a, out) in acc.chunks_exact(m).zip(yc.chunks_exact_mut(m)) {
-                    #[cfg(target_arch = "x86_64")]
-                    if self.avx2 {
-                        // SAFETY: `avx2()` found the feature this build enables.
-                        unsafe { requant_avx2(&q, a, out) };
-                        continue;
-                    }
-                    requant(&q, a, out)
-                }
-                Ok(())
-            })
+            if pointwise {
+                self.product(X::int8(&x[r0 * c..]), c, b, yc)
+            } else {
+                with_buf(X::cols(), np * k, |cols| {
+                    patches(g, x, X::from_i32(self.zx), r0, cols);
+                    self.product(X::int8(cols), k, b, yc)
+                })
+            }
         };
         if !crate::par::worth(work, PAR_WORK) || rows <= per {
             y.chunks_mut(per * m).enumerate().try_for_each(task)
         } else {
             y.par_chunks_mut(per * m).enumerate().try_for_each(task)
         }
+    }
+}
+
+impl NhwcConv {
+    /// `y` (whole rows of M channels) = the requantized product of its rows of `a` (K bytes at
+    /// stride `lda`) and the packed weights: fused into qgemm's store where the CPU has that
+    /// kernel, else through an i32 block and the requantization loops.
+    fn product<Y: Q8>(&self, a: Int8<'_>, lda: usize, b: &PackedB, y: &mut [Y]) -> Result<()> {
+        let m = b.n();
+        let np = y.len() / m;
+        let zx = [self.zx];
+        let rq = qgemm::Requant { bias: &self.bias, mult: &self.mult, zy: self.zy, range: self.range };
+        const { assert!(size_of::<Y>() == 1) };
+        // SAFETY: Y is u8 or i8 (Q8's two types), one byte with every bit pattern valid; the
+        // byte slice borrows the same memory for the same lifetime.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(y.as_mut_ptr().cast::<u8>(), y.len()) };
+        if qgemm::qgemm_requant(np, a, lda, &zx, b, &rq, bytes, m, Y::SIGNED).map_err(Error::invalid)? {
+            return Ok(());
+        }
+        let q = self.requant();
+        with_buf(&ACC, np * m, |acc| {
+            qgemm(np, a, lda, &zx, b, acc, m, false).map_err(Error::invalid)?;
+            #[cfg(target_arch = "x86_64")]
+            if self.avx512 {
+                // SAFETY: `avx512()` found the features this build enables.
+                unsafe { requant_avx512(&q, acc, y) };
+                return Ok(());
+            }
+            for (a, out) in acc.chunks_exact(m).zip(y.chunks_exact_mut(m)) {
+                #[cfg(target_arch = "x86_64")]
+                if self.avx2 {
+                    // SAFETY: `avx2()` found the feature this build enables.
+                    unsafe { requant_avx2(&q, a, out) };
+                    continue;
+                }
+                requant(&q, a, out)
+            }
+            Ok(())
+        })
     }
 }
 
@@ -337,29 +334,26 @@ fn dw_row_avx2<X: Q8, Y: Q8>(d: &Dw<'_>, x: &[X], oy: usize, y: &mut [Y]) {
     dw_row_body(d, x, oy, y)
 }
 
-/// Per-channel requantization: `saturate(round_half_even((acc + bias) · mult + zy))` in f64,
-/// exactly the NCHW kernel's formula.
+/// Per-channel requantization, the NCHW kernel's ([`super::round::requantize`]) with a
+/// multiplier and bias per channel.
 struct Requant<'a> {
-    mult: &'a [f64],
-    /// `mult` as the f32 values it was widened from (for the f32 fast path of the AVX-512 loops).
-    mult32: &'a [f32],
-    /// Every `acc + bias` is known (from the weights, at build time) to be below 2²⁴ in
-    /// magnitude, exact in f32.
-    small: bool,
+    /// Finite (checked at build).
+    mult: &'a [f32],
     bias: &'a [i32],
-    zy: f64,
-    range: (f64, f64),
+    zy: i32,
+    /// The output type's range.
+    range: (i32, i32),
 }
 
 /// One pixel's channels (or a block of them, `q`'s slices starting at the same channel).
 #[inline(always)]
 fn requant_body<Y: Q8>(q: &Requant<'_>, acc: &[i32], out: &mut [Y]) {
-    let (lo, hi) = q.range;
+    let (lo, hi) = requant_bounds(q.zy, q.range);
     for (((o, a), b), m) in out.iter_mut().zip(acc).zip(q.bias).zip(q.mult) {
-        let v = (f64::from(a.wrapping_add(*b)) * m + q.zy).round_ties_even().max(lo).min(hi);
-        // SAFETY: v is finite (finite multiplier and zero point, checked at build) and within
-        // the output type's range, inside i32's.
-        *o = Y::from_i32(unsafe { v.to_int_unchecked::<i32>() });
+        let v = (a.wrapping_add(*b) as f32 * m).max(lo).min(hi).round_ties_even();
+        // SAFETY: v is finite (a finite multiplier, checked at build) and an integer within
+        // the bounds, an 8-bit type's range less its zero point: inside i32's.
+        *o = Y::from_i32(unsafe { v.to_int_unchecked::<i32>() } + q.zy);
     }
 }
 
@@ -445,12 +439,7 @@ fn dw_row_body<X: Q8, Y: Q8>(d: &Dw<'_>, x: &[X], oy: usize, y: &mut [Y]) {
                     }
                 }
             }
-            let q = Requant {
-                mult: &d.q.mult[cb..cb + LANES],
-                mult32: &d.q.mult32[cb..cb + LANES],
-                bias: &d.q.bias[cb..cb + LANES],
-                ..d.q
-            };
+            let q = Requant { mult: &d.q.mult[cb..cb + LANES], bias: &d.q.bias[cb..cb + LANES], ..d.q };
             requant_body(&q, &acc, &mut out[cb..cb + LANES]);
         }
         if full < c {
@@ -465,7 +454,7 @@ fn dw_row_body<X: Q8, Y: Q8>(d: &Dw<'_>, x: &[X], oy: usize, y: &mut [Y]) {
                     }
                 }
             }
-            let q = Requant { mult: &d.q.mult[full..], mult32: &d.q.mult32[full..], bias: &d.q.bias[full..], ..d.q };
+            let q = Requant { mult: &d.q.mult[full..], bias: &d.q.bias[full..], ..d.q };
             requant_body(&q, &acc[..n], &mut out[full..]);
         }
     }

@@ -23,7 +23,7 @@
 //!   place in the output. No pixels × channels intermediate, no transposition.
 //!
 //! The arithmetic is [`super::qconv::qlinear_conv`]'s, unchanged (the same i32 sums, the same
-//! f32 multiplier widened to f64, the same rounding), so the outputs are identical; inputs this
+//! f32 multiplier, the same requantization: ONNX Runtime's), so the outputs are identical; inputs this
 //! form does not take (non-constant parameters, another input type) go to the generic kernels.
 
 use std::cell::Cell;
@@ -162,11 +162,12 @@ pub(super) enum Out {
 /// QLinearConv's requantization parameters.
 pub(super) struct Requant {
     pub(super) dtype: DType,
-    /// Per output channel: multiplier and bias.
-    pub(super) mult: Vec<f64>,
+    /// Per output channel: multiplier (`x_scale · w_scale / y_scale` in f32) and bias.
+    pub(super) mult: Vec<f32>,
     pub(super) bias: Vec<i32>,
-    pub(super) zy: f64,
-    pub(super) range: (f64, f64),
+    pub(super) zy: i32,
+    /// The output type's range.
+    pub(super) range: (i32, i32),
 }
 
 /// Where an output channel's row of i32 sums goes.
@@ -305,16 +306,10 @@ pub(super) fn prepare_qlinear(info: &NodeInfo<'_>) -> Result<Option<Prepared>> {
     if wsc.len() != 1 && wsc.len() != m {
         return Ok(None);
     }
-    // The generic kernel's multiplier: the product and quotient in f32, widened.
-    let mult = (0..m).map(|oc| (xs * if wsc.len() == 1 { wsc[0] } else { wsc[oc] } / ys) as f64).collect();
-    let Some((lo, hi)) = int_range(out_dtype) else { return Ok(None) };
-    let out = Out::Requant(Requant {
-        dtype: out_dtype,
-        mult,
-        bias,
-        zy: f64::from(zyv),
-        range: (f64::from(lo), f64::from(hi)),
-    });
+    // The generic kernel's multiplier: the product and quotient in f32.
+    let mult = (0..m).map(|oc| xs * if wsc.len() == 1 { wsc[0] } else { wsc[oc] } / ys).collect();
+    let Some(range) = int_range(out_dtype) else { return Ok(None) };
+    let out = Out::Requant(Requant { dtype: out_dtype, mult, bias, zy: zyv, range });
     Ok(Some(Prepared { attrs, x_dtype, w_shape: ws, zx: Zx::Const(zxv), out, form }))
 }
 

@@ -74,15 +74,17 @@ fn quantize_portable<T: Copy>(
     }
 }
 
-/// QLinearConv's and QLinearMatMul's requantization of one block sharing a multiplier:
-/// `saturate(round_half_even((acc + bias) · mult + zp))` in f64, handed to `cast` as an i32
-/// already inside `(lo, hi)` (both integers in i32's range).
+/// QLinearConv's requantization of one block sharing a multiplier, as ONNX Runtime's MLAS
+/// computes it (`MlasRequantizeOutput`): the sum plus bias converted to f32, times the f32
+/// multiplier (one f32 rounding), rounded half to even, plus the zero point, saturated to
+/// `(lo, hi)`; handed to `cast` as an i32 inside that range. A NaN product (a NaN or infinite
+/// multiplier) gives `lo`, as MLAS's `max(v, lo − zp)` does.
 pub(crate) fn requantize<T: Copy>(
     acc: &[i32],
     bias: i32,
-    mult: f64,
-    zp: f64,
-    (lo, hi): (f64, f64),
+    mult: f32,
+    zp: i32,
+    (lo, hi): (i32, i32),
     out: &mut [T],
     cast: impl Fn(i32) -> T + Copy,
 ) {
@@ -104,9 +106,9 @@ pub(crate) fn requantize<T: Copy>(
 fn requantize_avx2<T: Copy>(
     acc: &[i32],
     bias: i32,
-    mult: f64,
-    zp: f64,
-    lohi: (f64, f64),
+    mult: f32,
+    zp: i32,
+    lohi: (i32, i32),
     out: &mut [T],
     cast: impl Fn(i32) -> T + Copy,
 ) {
@@ -118,9 +120,9 @@ fn requantize_avx2<T: Copy>(
 fn requantize_avx512<T: Copy>(
     acc: &[i32],
     bias: i32,
-    mult: f64,
-    zp: f64,
-    lohi: (f64, f64),
+    mult: f32,
+    zp: i32,
+    lohi: (i32, i32),
     out: &mut [T],
     cast: impl Fn(i32) -> T + Copy,
 ) {
@@ -131,26 +133,32 @@ fn requantize_avx512<T: Copy>(
 fn requantize_portable<T: Copy>(
     acc: &[i32],
     bias: i32,
-    mult: f64,
-    zp: f64,
-    (lo, hi): (f64, f64),
+    mult: f32,
+    zp: i32,
+    (lo, hi): (i32, i32),
     out: &mut [T],
     cast: impl Fn(i32) -> T + Copy,
 ) {
-    if mult.is_finite() && zp.is_finite() && lo >= f64::from(i32::MIN) && hi <= f64::from(i32::MAX) {
-        // No NaN can arise, and max/min (which vectorize) saturate exactly as clamp would, so
-        // the value is an integer inside i32: the unchecked conversion (one vector
-        // instruction, where `as` adds a saturating sequence per element) is exact.
-        for (o, a) in out.iter_mut().zip(acc) {
-            let v = (f64::from(a.wrapping_add(bias)) * mult + zp).round_ties_even().max(lo).min(hi);
-            // SAFETY: v is finite and within [lo, hi] ⊆ i32's range (checked above).
-            *o = cast(unsafe { v.to_int_unchecked::<i32>() });
-        }
-    } else {
-        for (o, a) in out.iter_mut().zip(acc) {
-            *o = cast((f64::from(a.wrapping_add(bias)) * mult + zp).round_ties_even().clamp(lo, hi) as i32);
-        }
+    let (lo_v, hi_v) = requant_bounds(zp, (lo, hi));
+    for (o, a) in out.iter_mut().zip(acc) {
+        *o = cast(requant_one(*a, bias, mult, zp, (lo_v, hi_v)));
     }
+}
+
+/// The bounds the product is clamped to before rounding, `lo − zp` and `hi − zp` (integers, so
+/// clamping before or after rounding is the same).
+#[inline(always)]
+pub(crate) fn requant_bounds(zp: i32, (lo, hi): (i32, i32)) -> (f32, f32) {
+    ((i64::from(lo) - i64::from(zp)) as f32, (i64::from(hi) - i64::from(zp)) as f32)
+}
+
+/// One requantized value (see [`requantize`]), with `bounds` from [`requant_bounds`].
+#[inline(always)]
+pub(crate) fn requant_one(acc: i32, bias: i32, mult: f32, zp: i32, (lo, hi): (f32, f32)) -> i32 {
+    // `max` returns `lo` for a NaN product, like MLAS's maxps; the clamped, rounded value is an
+    // integer between the bounds, so `as` converts it exactly.
+    let v = (acc.wrapping_add(bias) as f32 * mult).max(lo).min(hi).round_ties_even();
+    (v as i32).wrapping_add(zp)
 }
 
 #[cfg(test)]

@@ -279,8 +279,9 @@ proptest! {
 proptest! {
     #![proptest_config(config(48))]
 
-    /// QLinearConv equals its definition, `saturate(round_half_even((Σ(x−zx)(w−zw) + bias) ·
-    /// x_scale·w_scale/y_scale + zy))` (zy added before rounding, as in ONNX's reference), both when its parameters are constants at build time
+    /// QLinearConv equals its definition as ONNX Runtime computes it, `saturate(round_half_even(
+    /// f32(Σ(x−zx)(w−zw) + bias) · x_scale·w_scale/y_scale) + zy)` (one f32 product), both when
+    /// its parameters are constants at build time
     /// (the prepared kernel: packed weights, depthwise in f32, NCHW requantization in tiles)
     /// and when they are not (the generic kernel): plain, grouped, depthwise and pointwise
     /// convolutions, u8/i8 inputs, weights and outputs, per-tensor or per-channel weights.
@@ -330,13 +331,15 @@ proptest! {
         ]).build();
         let zw_full: Vec<i32> = if per_channel { zw.clone() } else { vec![zw[0]; m] };
         let (shape, acc) = naive_conv_integer(&xv, [n, c, h, wd], &wv, [m, cg, k, k], zx, &zw_full, (group, stride, pad, 1));
-        let (lo, hi) = if y_signed { (-128.0, 127.0) } else { (0.0, 255.0) };
+        let (lo, hi) = if y_signed { (-128, 127) } else { (0, 255) };
         let plane = shape[2] * shape[3];
         let want: Vec<i32> = acc.iter().enumerate().map(|(i, a)| {
             let oc = (i / plane) % m;
             let ws = if per_channel { w_scale[oc] } else { w_scale[0] };
-            let mult = f64::from(x_scale * ws / y_scale);
-            (f64::from(a.wrapping_add(bias[oc])) * mult + f64::from(zy)).round_ties_even().clamp(lo, hi) as i32
+            // ONNX Runtime's requantization (MLAS): the sum as f32 times the f32 multiplier,
+            // rounded half to even, plus the zero point, saturated.
+            let v = (a.wrapping_add(bias[oc]) as f32 * (x_scale * ws / y_scale)).round_ties_even();
+            (v as i64 + i64::from(zy)).clamp(lo, hi) as i32
         }).collect();
         let consts = [1, 2, 3, 4, 5, 6, 7, 8];
         for known in [crate::test_support::Known::TypesAndConsts(&consts), crate::test_support::Known::Types] {

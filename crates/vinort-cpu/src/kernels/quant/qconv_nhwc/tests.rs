@@ -71,7 +71,7 @@ proptest! {
     #[test]
     fn channels_last_equals_onnx_qlinearconv(
         seed in any::<u64>(), n in 1usize..3, c in prop_oneof![1usize..40, 60usize..140], m in 1usize..24, depthwise in any::<bool>(),
-        k in proptest::array::uniform2(1usize..4), s in proptest::array::uniform2(1usize..3),
+        k in proptest::array::uniform2(prop_oneof![3 => 1usize..4, 1 => 4usize..7]), s in proptest::array::uniform2(1usize..3),
         d in proptest::array::uniform2(1usize..3), pads in proptest::array::uniform4(0usize..4),
         h in 1usize..10, w in 1usize..10, types in proptest::array::uniform3(any::<bool>()),
         per_channel in any::<bool>(), bias in any::<bool>(), symmetric in any::<bool>(),
@@ -174,20 +174,22 @@ fn wrong_input_is_an_error() {
     ts::expect_err(ts::run_with(&node, &bad, Known::TypesAndConsts(&consts)), "groups");
 }
 
-/// The AVX-512 requantization (f32 where provably the same, f64 otherwise) against the portable
-/// f64 formula, on the cases where f32 alone would differ: multipliers that are powers of two
-/// (half-integer products, ties), sums beyond 2²⁴, odd and even zero points, both output types.
+/// The portable and AVX-512 requantizations against ONNX Runtime's formula written out here
+/// (the sum as f32, one f32 product, rounded half to even, plus the zero point, saturated), on
+/// the cases where another formula would differ: half-integer f32 products of inexact exact
+/// products (where the f64 product rounds the other way), sums beyond 2²⁴ (where the f32 sum
+/// rounds), odd and even zero points, both output types.
 #[cfg(target_arch = "x86_64")]
 #[test]
-fn avx512_requantization_equals_the_f64_formula() {
+fn requantization_is_onnxruntimes_formula() {
     use super::{Q8, Requant, requant_body, x86::requant_avx512};
 
-    fn check<Y: Q8 + PartialEq + std::fmt::Debug>(rng: &mut StdRng, range: (f64, f64)) {
+    fn check<Y: Q8 + PartialEq + std::fmt::Debug>(rng: &mut StdRng, range: (i32, i32)) {
         // 64 + 16 + 5 channels: the 64-wide loop, the 16-wide one and the tail; two rows.
         let n = 85;
         let mut hazards = [0usize; 2];
         for round in 0..400 {
-            let mult32: Vec<f32> = (0..n)
+            let mult: Vec<f32> = (0..n)
                 .map(|_| match rng.random_range(0..4) {
                     0 => 2f32.powi(-rng.random_range(0..12)),
                     1 => rng.random_range(1e-7f32..1e-3),
@@ -195,55 +197,64 @@ fn avx512_requantization_equals_the_f64_formula() {
                     _ => 3.0 * 2f32.powi(-rng.random_range(1..10)),
                 })
                 .collect();
-            let mult: Vec<f64> = mult32.iter().map(|m| f64::from(*m)).collect();
             let bias: Vec<i32> = (0..n).map(|_| rng.random_range(-1000..1000)).collect();
-            // Sums beyond 2²⁴ in every third round only: one such lane sends its whole vector to
-            // f64, so the other rounds exercise the f32 path.
             let kinds = if round % 3 == 0 { 4 } else { 2 };
             let acc: Vec<i32> = (0..2 * n)
                 .map(|i| i % n)
-                .map(|c| match rng.random_range(0..kinds) {
-                    // A half-integer product: (k + 1/2) / m − bias, where that is an integer.
-                    0 => ((rng.random_range(-300..300) as f64 + 0.5) / mult[c]).round() as i32 - bias[c],
-                    1 => rng.random_range(-5000..5000),
-                    // Beyond 2²⁴ and near a half-integer product: where an f32 sum rounds.
-                    2 => {
-                        let k = rng.random_range(-200..200) as f64 + 0.5;
-                        let a = (k / mult[c]).round() as i64 + rng.random_range(-3..=3);
-                        a.clamp(i32::MIN.into(), i32::MAX.into()) as i32 - bias[c]
+                .map(|c| {
+                    let m = f64::from(mult[c]);
+                    match rng.random_range(0..kinds) {
+                        // Near a half-integer product: (k + 1/2) / m − bias, rounded.
+                        0 => ((rng.random_range(-300..300) as f64 + 0.5) / m).round() as i32 - bias[c],
+                        1 => rng.random_range(-5000..5000),
+                        // Beyond 2²⁴ and near a half-integer product: where an f32 sum rounds.
+                        2 => {
+                            let k = rng.random_range(-200..200) as f64 + 0.5;
+                            let a = (k / m).round() as i64 + rng.random_range(-3..=3);
+                            a.clamp(i32::MIN.into(), i32::MAX.into()) as i32 - bias[c]
+                        }
+                        _ => rng.random_range(i32::MIN..i32::MAX),
                     }
-                    _ => rng.random_range(i32::MIN..i32::MAX),
                 })
                 .collect();
-            let zy = rng.random_range(range.0..=range.1).round();
-            // How many lanes plain f32 arithmetic would get wrong, by cause: the test must
-            // reach both hazards for the comparison to mean anything.
-            for (i, &acc) in acc.iter().enumerate() {
-                let c = i % n;
-                let a = acc.wrapping_add(bias[c]);
-                let exact = (f64::from(a) * mult[c] + zy).round_ties_even().clamp(range.0, range.1);
-                let naive = (f64::from((a as f32 * mult32[c]).round_ties_even()) + zy).clamp(range.0, range.1);
-                if naive != exact {
-                    hazards[usize::from(a.unsigned_abs() > 1 << 24)] += 1;
-                }
+            let zy = rng.random_range(range.0..=range.1);
+            let want: Vec<Y> = acc
+                .iter()
+                .enumerate()
+                .map(|(i, &acc)| {
+                    let c = i % n;
+                    let a = acc.wrapping_add(bias[c]);
+                    let ort = ((a as f32 * mult[c]).round_ties_even() as i64 + i64::from(zy))
+                        .clamp(range.0.into(), range.1.into());
+                    // Where exact arithmetic would give another value, by cause: the test must
+                    // reach both for the comparison to mean anything.
+                    let exact = ((f64::from(a) * f64::from(mult[c])).round_ties_even() as i64 + i64::from(zy))
+                        .clamp(range.0.into(), range.1.into());
+                    if ort != exact {
+                        hazards[usize::from(a.unsigned_abs() > 1 << 24)] += 1;
+                    }
+                    Y::from_i32(ort as i32)
+                })
+                .collect();
+            let q = Requant { mult: &mult, bias: &bias, zy, range };
+            let mut got = vec![Y::default(); 2 * n];
+            for (a, g) in acc.chunks(n).zip(got.chunks_mut(n)) {
+                requant_body(&q, a, g);
             }
-            // The bound the kernel would have from its weights: here, from the sums themselves.
-            let small = acc.iter().zip(bias.iter().cycle()).all(|(a, b)| a.wrapping_add(*b).unsigned_abs() < 1 << 24);
-            let q = Requant { mult: &mult, mult32: &mult32, bias: &bias, zy, range, small };
-            let (mut want, mut got) = (vec![Y::default(); 2 * n], vec![Y::default(); 2 * n]);
-            for (a, w) in acc.chunks(n).zip(want.chunks_mut(n)) {
-                requant_body(&q, a, w);
+            assert_eq!(got, want, "portable, round {round}, zy {zy}");
+            if crate::isa::avx512() {
+                let mut got = vec![Y::default(); 2 * n];
+                // SAFETY: the CPU has AVX-512 (checked above).
+                unsafe { requant_avx512(&q, &acc, &mut got) };
+                assert_eq!(got, want, "AVX-512, round {round}, zy {zy}");
             }
-            if !crate::isa::avx512() {
-                return;
-            }
-            // SAFETY: the CPU has AVX-512 (checked above).
-            unsafe { requant_avx512(&q, &acc, &mut got) };
-            assert_eq!(got, want, "round {round}, zy {zy}");
         }
-        assert!(hazards[0] > 0 && hazards[1] > 0, "lanes f32 alone gets wrong (ties, big sums): {hazards:?}");
+        assert!(
+            hazards[0] > 0 && hazards[1] > 0,
+            "lanes exact arithmetic would round otherwise (ties, big sums): {hazards:?}"
+        );
     }
     let mut rng = StdRng::seed_from_u64(7);
-    check::<u8>(&mut rng, (0.0, 255.0));
-    check::<i8>(&mut rng, (-128.0, 127.0));
+    check::<u8>(&mut rng, (0, 255));
+    check::<i8>(&mut rng, (-128, 127));
 }

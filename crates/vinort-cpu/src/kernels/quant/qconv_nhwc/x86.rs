@@ -5,7 +5,9 @@
 use std::arch::x86_64::*;
 
 use super::{Dw, LANES, Q8, Requant, dw_row_body, requant_body};
+use crate::kernels::quant::round::requant_bounds;
 use crate::kernels::window::valid_range;
+use crate::qgemm::narrow16;
 
 /// Taps a pixel's offset table holds; larger kernels take the portable loop.
 const MAX_TAPS: usize = 64;
@@ -20,67 +22,27 @@ unsafe fn widen16<X: Q8>(p: *const X) -> __m512i {
     }
 }
 
-/// Requantizes 16 sums of channels `c0..c0 + 16` (bias not yet added) to i32 values, each
-/// `requant_body`'s before its clamp when inside Y's range, and beyond it by at most one
-/// otherwise (the packs that follow saturate).
-///
-/// In f32 where that provably rounds the same as `requant_body`'s f64: the sum is exact in f32
-/// up to 2²⁴ in magnitude, and the f32 product `v`, the exact product `p` correctly rounded,
-/// rounds to the same integer as `p` unless `v` is a half-integer (`p`'s neighbour half-integers
-/// are representable, so `p` is one only when `v` is, and `v` can be closer to one than `p` is
-/// only by being it). Then `round(p + zy) = round(p) + zy` for the integer `zy`. A vector with a
-/// half-integer `v` or a sum beyond 2²⁴ in a lane (both rare) takes the f64 formula instead;
-/// the second is not looked for when the sums are known to stay below ([`Requant::small`]).
-/// `v` is clamped first to a range one beyond the output's, so the conversion cannot overflow.
+/// Requantizes 16 sums of channels `c0..c0 + 16` (bias not yet added) to i32 values inside
+/// Y's range: `requant_body`'s formula (the f32 product clamped to the range less the zero
+/// point, rounded half to even by the conversion, plus the zero point).
 #[inline(always)]
 pub(super) unsafe fn rq16_i32(q: &Requant<'_>, c0: usize, acc: __m512i) -> __m512i {
     // SAFETY: the caller guarantees channels c0..c0 + 16 exist in q's slices.
     unsafe {
         let a = _mm512_add_epi32(acc, _mm512_loadu_si512(q.bias.as_ptr().add(c0).cast()));
-        let big = if q.small { 0 } else { _mm512_cmpgt_epu32_mask(_mm512_abs_epi32(a), _mm512_set1_epi32(1 << 24)) };
-        let v = _mm512_mul_ps(_mm512_cvtepi32_ps(a), _mm512_loadu_ps(q.mult32.as_ptr().add(c0)));
-        let (lo, hi) = ((q.range.0 - q.zy - 1.0) as f32, (q.range.1 - q.zy + 1.0) as f32);
+        let v = _mm512_mul_ps(_mm512_cvtepi32_ps(a), _mm512_loadu_ps(q.mult.as_ptr().add(c0)));
+        let (lo, hi) = requant_bounds(q.zy, q.range);
         let v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(lo)), _mm512_set1_ps(hi));
-        let r = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
-        let tie = _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(_mm512_abs_ps(_mm512_sub_ps(v, r)), _mm512_set1_ps(0.5));
-        if big | tie != 0 {
-            return rq16_f64(q, c0, a);
-        }
-        _mm512_add_epi32(_mm512_cvttps_epi32(r), _mm512_set1_epi32(q.zy as i32))
+        let r = _mm512_cvt_roundps_epi32::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
+        _mm512_add_epi32(r, _mm512_set1_epi32(q.zy))
     }
 }
 
-/// `requant_body`'s f64 formula on 16 sums `a` (bias added) of channels `c0..c0 + 16`.
-#[inline(never)]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
-unsafe fn rq16_f64(q: &Requant<'_>, c0: usize, a: __m512i) -> __m512i {
-    // SAFETY: the caller guarantees channels c0..c0 + 16 exist in q's slices.
-    unsafe {
-        let (zy, lo, hi) = (_mm512_set1_pd(q.zy), _mm512_set1_pd(q.range.0), _mm512_set1_pd(q.range.1));
-        let half = |v: __m256i, m: *const f64| {
-            let v = _mm512_add_pd(_mm512_mul_pd(_mm512_cvtepi32_pd(v), _mm512_loadu_pd(m)), zy);
-            let v = _mm512_roundscale_pd::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
-            _mm512_cvttpd_epi32(_mm512_min_pd(_mm512_max_pd(v, lo), hi))
-        };
-        let m = q.mult.as_ptr().add(c0);
-        let l = half(_mm512_castsi512_si256(a), m);
-        let h = half(_mm512_extracti64x4_epi64::<1>(a), m.add(8));
-        _mm512_inserti64x4::<1>(_mm512_castsi256_si512(l), h)
-    }
-}
-
-/// 16 i32 values to 16 bytes of `Y`, saturating. Packs, not a truncating `vpmovdb`, which the
-/// compiler would fuse with the store into a form that is slow on AMD cores.
+/// 16 i32 values to 16 bytes of `Y`, saturating.
 #[inline(always)]
 unsafe fn pack16<Y: Q8>(v: __m512i) -> __m128i {
     // SAFETY: the caller has AVX-512 (F/BW/VL); register operations only.
-    unsafe {
-        // Per 128-bit lane: [l0..l3, h0..h3] as i16, then as bytes (twice); the dwords
-        // [0, 4, 1, 5] then hold l0..l7, h0..h7.
-        let w = _mm256_packs_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64::<1>(v));
-        let b = if Y::SIGNED { _mm256_packs_epi16(w, w) } else { _mm256_packus_epi16(w, w) };
-        _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5)))
-    }
+    unsafe { narrow16(v, Y::SIGNED) }
 }
 
 /// Four vectors of 16 i32 values to 64 bytes of `Y`, saturating, in the packs' order: dword
@@ -106,16 +68,15 @@ unsafe fn rq16<Y: Q8>(q: &Requant<'_>, c0: usize, acc: __m512i) -> __m128i {
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
 pub(super) fn requant_avx512<Y: Q8>(q: &Requant<'_>, acc: &[i32], out: &mut [Y]) {
     let m = q.bias.len();
-    assert!(m > 0 && q.mult.len() == m && q.mult32.len() == m, "requantization parameters per channel");
+    assert!(m > 0 && q.mult.len() == m, "requantization parameters per channel");
     let full = m - m % LANES;
     // Dword 4k + L of the result is dword 4L + k of the packs.
     let order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     // The last m − full channels' parameters, zero-padded to a vector.
-    let (mut mult, mut mult32, mut bias) = ([0f64; LANES], [0f32; LANES], [0i32; LANES]);
+    let (mut mult, mut bias) = ([0f32; LANES], [0i32; LANES]);
     mult[..m - full].copy_from_slice(&q.mult[full..]);
-    mult32[..m - full].copy_from_slice(&q.mult32[full..]);
     bias[..m - full].copy_from_slice(&q.bias[full..]);
-    let tail = Requant { mult: &mult, mult32: &mult32, bias: &bias, ..*q };
+    let tail = Requant { mult: &mult, bias: &bias, ..*q };
     for (acc, out) in acc.chunks_exact(m).zip(out.chunks_exact_mut(m)) {
         let mut c0 = 0;
         while c0 + 4 * LANES <= full {
@@ -243,7 +204,7 @@ pub(super) fn dw_row_avx512<X: Q8, Y: Q8>(d: &Dw<'_>, x: &[X], oy: usize, y: &mu
                     *a += (x[xo + full + l].to_i32() - d.zx) * d.w[wo + full + l];
                 }
             }
-            let q = Requant { mult: &d.q.mult[full..], mult32: &d.q.mult32[full..], bias: &d.q.bias[full..], ..d.q };
+            let q = Requant { mult: &d.q.mult[full..], bias: &d.q.bias[full..], ..d.q };
             requant_body(&q, &acc[..c - full], &mut out[full..]);
         }
     }
