@@ -3,9 +3,11 @@
 //! what the Cpu provider compiles, so what OpenVINO receives never changes.
 //!
 //! Passes, in order (each only where its level allows, see [`OptLevel`]):
-//! - [`fuse::qdq_conv`] (Extended): `DequantizeLinear → Conv → QuantizeLinear` becomes one
+//! - [`qdq::qdq_conv`] (Extended): `DequantizeLinear → Conv → QuantizeLinear` becomes one
 //!   QLinearConv (exact int8 product, requantized once), as ONNX Runtime's QDQ transformer does.
-//! - [`fuse::qdq_matmul`] (Extended): `DequantizeLinear → MatMul / Gemm` by dequantized
+//! - [`qdq::qdq_add`] (Extended): `Add` of two dequantized int8 tensors, quantized again,
+//!   becomes one com.microsoft QLinearAdd (a residual add of a quantized CNN).
+//! - [`qdq::qdq_matmul`] (Extended): `DequantizeLinear → MatMul / Gemm` by dequantized
 //!   constant int8 weights becomes a MatMulInteger (weights packed once for the int8 kernels)
 //!   whose sums are scaled by `a_scale · b_scale` (and given Gemm's bias), as ONNX Runtime's
 //!   QDQ transformer makes MatMulIntegerToFloat.
@@ -55,6 +57,7 @@ pub(crate) mod fuse;
 pub(crate) mod layout;
 pub(crate) mod nhwc;
 pub(crate) mod norm;
+pub(crate) mod qdq;
 mod tail;
 #[cfg(test)]
 mod tests;
@@ -159,8 +162,9 @@ impl<'g> Work<'g> {
             return;
         }
         if level >= OptLevel::Extended {
-            fuse::qdq_conv(self);
-            fuse::qdq_matmul(self);
+            qdq::qdq_conv(self);
+            qdq::qdq_add(self);
+            qdq::qdq_matmul(self);
         }
         fold::constants(self);
         fuse::conv_bn(self);

@@ -1,6 +1,7 @@
-//! The QDQ matrix-product fusion ([`super::fuse::qdq_matmul`]) against the unfused graph: the
-//! fused integer product agrees with the float product of the dequantized operands within f32
-//! rounding of the sum, and the plan runs it as one integer kernel.
+//! The QDQ fusions against the unfused graph: the matrix product ([`super::qdq::qdq_matmul`])
+//! agrees with the float product of the dequantized operands within f32 rounding of the sum,
+//! the addition ([`super::qdq::qdq_add`]) within one quantization step, and the plan runs each
+//! as one integer kernel.
 
 use proptest::prelude::*;
 use rand::rngs::StdRng;
@@ -152,4 +153,101 @@ fn qdq_matmul_leaves_what_does_not_factor() {
         let (off, _) = run(&md, &x, OptLevel::Disabled);
         assert_eq!(f32s(&on[0]), f32s(&off[0]));
     }
+}
+
+proptest! {
+    #![proptest_config(ts::config(32))]
+
+    /// `Add(DequantizeLinear(x), DequantizeLinear(c)) → QuantizeLinear` (c a constant of the
+    /// same shape or broadcast per channel, zero points present or not, u8 or i8) runs as one
+    /// QLinearAdd whose bytes are within one step of the float graph's, and equal to it on most
+    /// elements (a step only where the float sum sat next to a rounding boundary).
+    #[test]
+    fn qdq_add_becomes_qlinear_add(seed in any::<u64>(), signed in any::<bool>(), zps in any::<bool>(),
+                                   per_channel_b in any::<bool>(), c in 1usize..6, hw in 1usize..9) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let shape = [1, c, hw, hw];
+        let b_shape: Vec<usize> = if per_channel_b { vec![1, c, 1, 1] } else { shape.to_vec() };
+        let mut inits = vec![
+            ("as", Tensor::scalar(rng.random_range(0.005f32..0.05))),
+            ("bq", int8(&mut rng, signed, &b_shape)),
+            ("bs", Tensor::scalar(rng.random_range(0.005f32..0.05))),
+            ("ys", Tensor::scalar(rng.random_range(0.01f32..0.1))),
+            ("yz", zero(signed, 1, &mut rng).reshaped(&[]).unwrap_or_else(|e| panic!("{e}"))),
+        ];
+        let (mut dqa, mut dqb) = (vec!["x", "as"], vec!["bq", "bs"]);
+        if zps {
+            inits.push(("az", zero(signed, 1, &mut rng).reshaped(&[]).unwrap_or_else(|e| panic!("{e}"))));
+            inits.push(("bz", zero(signed, 1, &mut rng).reshaped(&[]).unwrap_or_else(|e| panic!("{e}"))));
+            dqa.push("az");
+            dqb.push("bz");
+        }
+        let nodes = vec![
+            node("DequantizeLinear", "dqa", &dqa, &["a"]),
+            node("DequantizeLinear", "dqb", &dqb, &["b"]),
+            node("Add", "add", &["a", "b"], &["s"]),
+            node("QuantizeLinear", "q", &["s", "ys", "yz"], &["y"]),
+        ];
+        let elem = if signed { 3 } else { 2 };
+        let dims: Vec<i64> = shape.iter().map(|d| *d as i64).collect();
+        let g = onnx::GraphProto {
+            name: Some("g".into()),
+            node: nodes,
+            input: vec![fixed_tensor_info("x", elem, &dims)],
+            output: vec![fixed_tensor_info("y", elem, &dims)],
+            initializer: inits.iter().map(|(n, t)| tensor_to_proto(n, t)).collect(),
+            ..Default::default()
+        };
+        let md = Model::from_bytes(build::model(9, &[("", 21)], g).encode_to_vec()).unwrap_or_else(|e| panic!("{e}"));
+        let x = int8(&mut rng, signed, &shape);
+        let (off, _) = run(&md, &x, OptLevel::Disabled);
+        let (on, ops) = run(&md, &x, OptLevel::Extended);
+        prop_assert_eq!(ops, vec!["com.microsoft::QLinearAdd".to_owned()], "one integer kernel");
+        prop_assert_eq!(on[0].dtype(), off[0].dtype());
+        let v = |t: &Tensor| -> Vec<i32> {
+            if signed { t.as_slice::<i8>().unwrap_or_default().iter().map(|x| i32::from(*x)).collect() }
+            else { t.as_slice::<u8>().unwrap_or_default().iter().map(|x| i32::from(*x)).collect() }
+        };
+        let (a, b) = (v(&on[0]), v(&off[0]));
+        prop_assert_eq!(a.len(), b.len());
+        prop_assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() <= 1), "more than a step apart");
+        let same = a.iter().zip(&b).filter(|(x, y)| x == y).count();
+        prop_assert!(same * 10 >= a.len() * 9, "{} of {} equal", same, a.len());
+    }
+}
+
+/// An Add whose dequantizations are per channel (QLinearAdd takes scalars only) stays float.
+#[test]
+fn qdq_add_leaves_per_channel_scales() {
+    let mut rng = StdRng::seed_from_u64(3);
+    let inits = [
+        ("as", Tensor::from_vec(&[2], vec![0.02f32, 0.03]).unwrap_or_else(|e| panic!("{e}"))),
+        ("bq", int8(&mut rng, false, &[1, 2, 2, 2])),
+        ("bs", Tensor::scalar(0.02f32)),
+        ("ys", Tensor::scalar(0.05f32)),
+        ("yz", Tensor::scalar(128u8)),
+    ];
+    let nodes = vec![
+        onnx::NodeProto {
+            attribute: vec![attr::int("axis", 1)],
+            ..node("DequantizeLinear", "dqa", &["x", "as"], &["a"])
+        },
+        node("DequantizeLinear", "dqb", &["bq", "bs"], &["b"]),
+        node("Add", "add", &["a", "b"], &["s"]),
+        node("QuantizeLinear", "q", &["s", "ys", "yz"], &["y"]),
+    ];
+    let g = onnx::GraphProto {
+        name: Some("g".into()),
+        node: nodes,
+        input: vec![fixed_tensor_info("x", 2, &[1, 2, 2, 2])],
+        output: vec![fixed_tensor_info("y", 2, &[1, 2, 2, 2])],
+        initializer: inits.iter().map(|(n, t)| tensor_to_proto(n, t)).collect(),
+        ..Default::default()
+    };
+    let md = Model::from_bytes(build::model(9, &[("", 21)], g).encode_to_vec()).unwrap_or_else(|e| panic!("{e}"));
+    let x = int8(&mut rng, false, &[1, 2, 2, 2]);
+    let (off, _) = run(&md, &x, OptLevel::Disabled);
+    let (on, ops) = run(&md, &x, OptLevel::Extended);
+    assert!(ops.iter().any(|o| o == "Add") && !ops.iter().any(|o| o.contains("QLinearAdd")), "{ops:?}");
+    assert_eq!(on[0].as_bytes(), off[0].as_bytes());
 }
