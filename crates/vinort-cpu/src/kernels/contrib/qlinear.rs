@@ -37,7 +37,7 @@ use crate::kernel::{Kernel, NodeInfo, Registry, opt_tensor_in, tensor_in};
 use crate::kernels::elementwise::binary::where_t;
 use crate::kernels::elementwise::broadcast::{Broadcast, binary_slices};
 use crate::kernels::quant::qconv::{ConvAttrs, parse_conv, qlinear_conv};
-use crate::kernels::quant::{int_range, load_i32, store_int};
+use crate::kernels::quant::{int_range, load_i32, one_f32, one_i32, store_int};
 use crate::kernels::shape::slice::concat_tensors;
 use crate::kernels::shape::transpose::transpose_tensor;
 
@@ -68,7 +68,8 @@ pub(crate) fn scale(t: &Tensor, what: &str) -> Result<f32> {
     if t.rank() > 1 || numel(t.shape()) != 1 {
         return Err(Error::invalid(format!("{what} must be a scalar or 1-D of size 1, got shape {:?}", t.shape())));
     }
-    Ok(t.to_vec::<f32>()?[0])
+    // One element read in place: a run allocates nothing for its parameters.
+    one_f32(t)
 }
 
 /// A zero point of the data's type `d` (a scalar or 1-element 1-D tensor); 0 when absent.
@@ -80,7 +81,7 @@ pub(crate) fn zero_point(t: Option<&Tensor>, d: DType, what: &str) -> Result<i32
     if t.rank() > 1 || numel(t.shape()) != 1 {
         return Err(Error::invalid(format!("{what} must be a scalar or 1-D of size 1, got shape {:?}", t.shape())));
     }
-    Ok(load_i32(t)?[0])
+    one_i32(t)
 }
 
 /// MLAS's QuantizeLinear of `v / scale` already divided: clamped to the type's range shifted
