@@ -32,19 +32,7 @@ pub const LISTS: &[&str] = &["cpu", "openvino,cpu"];
 /// (`libtbbmalloc`) and uses for its own objects (`scalable_allocation_command`, looked up
 /// in the process, so nothing is linked against it).
 pub fn trimmed_rss_kib() -> u64 {
-    // SAFETY: malloc_trim only releases free heap memory; it has no preconditions.
-    unsafe { libc::malloc_trim(0) };
-    // SAFETY: a symbol lookup in the already loaded libraries, with a NUL-terminated name.
-    let clean = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"scalable_allocation_command".as_ptr()) };
-    if !clean.is_null() {
-        // TBB's `int scalable_allocation_command(int cmd, void* param)`; command 0 is
-        // TBBMALLOC_CLEAN_ALL_BUFFERS.
-        type Command = unsafe extern "C" fn(libc::c_int, *mut libc::c_void) -> libc::c_int;
-        // SAFETY: the symbol is TBB's function of that signature.
-        let clean: Command = unsafe { std::mem::transmute::<*mut libc::c_void, Command>(clean) };
-        // SAFETY: CLEAN_ALL_BUFFERS takes a null parameter.
-        unsafe { clean(0, std::ptr::null_mut()) };
-    }
+    vinort::ir::heap::release_free_memory();
     rss_kib()
 }
 

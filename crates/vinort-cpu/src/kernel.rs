@@ -11,6 +11,15 @@ pub trait Kernel: Send + Sync {
     /// Computes the outputs from the inputs (`None` for omitted optional inputs). Inputs are
     /// the node's inputs followed by its implicit (outer-scope) inputs.
     fn run(&self, inputs: &[Option<&Value>], ctx: &RunContext) -> Result<Values>;
+
+    /// True when the kernel made its own form of constant input `i` when it was built
+    /// (packed, transposed, widened) and at run reads only that input's shape and type, or
+    /// reads its data through [`Tensor::to_aligned`] on a path that did not use its own form.
+    /// The plan then keeps that constant as the model file maps it instead of an aligned copy,
+    /// and the session's pages of the file can be released: one resident copy of the weight.
+    fn holds_input(&self, _i: usize) -> bool {
+        false
+    }
 }
 
 /// What a kernel factory knows about its node at compile time.

@@ -13,8 +13,9 @@ use crate::attr::Attr;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::graph::{Graph, Node, ValueId, ValueInfo, ValueSource};
+pub use crate::metadata::Metadata;
 use crate::tensor::Tensor;
-use crate::tensor_proto::{ExternalData, map_file, tensor_from_proto};
+use crate::tensor_proto::{ExternalData, MappedFile, map_file, tensor_from_proto};
 use crate::value::{Dim, ValueType};
 
 /// Oldest and newest IR versions this loader reads.
@@ -42,60 +43,32 @@ pub struct Model {
     pub metadata: Metadata,
     /// The files weights are mapped from (the model file itself and its external data files),
     /// as canonical paths with their mappings.
-    pub weight_files: Vec<(PathBuf, Bytes)>,
-}
-
-/// A model's descriptive fields and `metadata_props`, as ONNX Runtime's `ModelMetadata`
-/// exposes them. Empty strings where the file has nothing.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Metadata {
-    /// `producer_name`.
-    pub producer_name: String,
-    /// `producer_version`.
-    pub producer_version: String,
-    /// `domain` (the model's namespace, e.g. `com.example`).
-    pub domain: String,
-    /// `model_version`.
-    pub version: i64,
-    /// The model's `doc_string`.
-    pub description: String,
-    /// The main graph's `doc_string`.
-    pub graph_description: String,
-    /// The main graph's name.
-    pub graph_name: String,
-    /// `metadata_props` (a key given twice keeps its last value, as ONNX Runtime does).
-    pub custom: BTreeMap<String, String>,
-}
-
-impl Metadata {
-    fn from_proto(p: &onnx::ModelProto) -> Metadata {
-        let text = |s: &Option<String>| s.clone().unwrap_or_default();
-        let graph = p.graph.as_ref();
-        Metadata {
-            producer_name: text(&p.producer_name),
-            producer_version: text(&p.producer_version),
-            domain: text(&p.domain),
-            version: p.model_version.unwrap_or(0),
-            description: text(&p.doc_string),
-            graph_description: graph.map(|g| text(&g.doc_string)).unwrap_or_default(),
-            graph_name: graph.map(|g| text(&g.name)).unwrap_or_default(),
-            custom: p.metadata_props.iter().map(|e| (text(&e.key), text(&e.value))).collect(),
-        }
-    }
+    pub weight_files: Vec<(PathBuf, MappedFile)>,
 }
 
 impl Model {
     /// Loads a model from a file, memory-mapping it: weights in `raw_data` stay in the mapping.
     pub fn load(path: impl AsRef<Path>) -> Result<Model> {
         let path = path.as_ref();
-        let bytes = map_file(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+        let mapped = map_file(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+        let bytes = mapped.bytes().clone();
         let dir = path.parent().map(|p| if p.as_os_str().is_empty() { PathBuf::from(".") } else { p.to_owned() });
         let mut m = Model::from_bytes_in(bytes.clone(), dir)?;
         m.path = Some(path.to_owned());
         if let Ok(canon) = path.canonicalize() {
-            m.weight_files.push((canon, bytes));
+            m.weight_files.push((canon, mapped));
         }
         Ok(m)
+    }
+
+    /// Drops the pages of the mapped model file and external-data files that this process has
+    /// touched from its resident memory ([`MappedFile::release_pages`]): once a session is
+    /// built its providers hold their own forms of the weights they transformed, and what they
+    /// still read from the mapping faults back in on first use.
+    pub fn release_weight_pages(&self) {
+        for (_, m) in &self.weight_files {
+            m.release_pages();
+        }
     }
 
     /// Loads a model from bytes. External data is refused (there is no folder to find it in);

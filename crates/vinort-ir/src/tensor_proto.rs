@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use half::{bf16, f16};
@@ -22,7 +22,7 @@ use crate::tensor::{Tensor, numel};
 #[derive(Debug, Default)]
 pub struct ExternalData {
     base: Option<PathBuf>,
-    maps: Mutex<HashMap<PathBuf, Bytes>>,
+    maps: Mutex<HashMap<PathBuf, MappedFile>>,
 }
 
 impl ExternalData {
@@ -33,7 +33,7 @@ impl ExternalData {
     }
 
     /// The files mapped so far (canonical paths) with their mappings.
-    pub fn into_files(self) -> Vec<(PathBuf, Bytes)> {
+    pub fn into_files(self) -> Vec<(PathBuf, MappedFile)> {
         self.maps.into_inner().unwrap_or_else(|p| p.into_inner()).into_iter().collect()
     }
 
@@ -88,10 +88,11 @@ impl ExternalData {
         let file_bytes = {
             let mut maps = self.maps.lock().unwrap_or_else(|p| p.into_inner());
             match maps.get(&canon) {
-                Some(b) => b.clone(),
+                Some(m) => m.bytes().clone(),
                 None => {
-                    let b = map_file(&canon).map_err(|e| err(format!("cannot map '{}': {e}", canon.display())))?;
-                    maps.insert(canon.clone(), b.clone());
+                    let m = map_file(&canon).map_err(|e| err(format!("cannot map '{}': {e}", canon.display())))?;
+                    let b = m.bytes().clone();
+                    maps.insert(canon.clone(), m);
                     b
                 }
             }
@@ -117,16 +118,89 @@ impl ExternalData {
 /// `vinort_openvino::export`).
 pub const IN_MEMORY_MARKER: &str = "*/_ORT_MEM_ADDR_/*";
 
+/// A file mapped read-only by [`map_file`]: its bytes (weights are slices of them), and the
+/// right to hand its resident pages back to the system.
+#[derive(Clone, Debug)]
+pub struct MappedFile {
+    bytes: Bytes,
+    map: Option<Arc<memmap2::Mmap>>,
+}
+
+/// Owner of a mapping shared by the `Bytes` sliced from it and by [`MappedFile`].
+struct SharedMap(Arc<memmap2::Mmap>);
+
+impl AsRef<[u8]> for SharedMap {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl MappedFile {
+    /// The file's bytes, shared with the mapping.
+    pub fn bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+
+    /// Drops the pages of the file this process has touched from its resident memory
+    /// (`MADV_DONTNEED`). Nothing is lost: the mapping is read-only and never written, so a
+    /// later read faults the same bytes back in from the page cache or the file. Called once a
+    /// session is built, when the providers hold their own (packed, compiled) forms of the
+    /// weights they read and the mapped copy would only double the session's memory.
+    pub fn release_pages(&self) {
+        #[cfg(unix)]
+        if let Some(map) = &self.map {
+            // SAFETY: DONTNEED discards private modifications of a mapping; this one is
+            // read-only (PROT_READ) and file-backed, so its contents are what the file holds and
+            // every reader sees the same bytes again. Failure only leaves the pages resident.
+            let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+        }
+    }
+}
+
+/// Every mapping [`map_file`] made that is still alive, so that [`release_pages_of`] can check
+/// that a slice lies inside one.
+static LIVE: Mutex<Vec<std::sync::Weak<memmap2::Mmap>>> = Mutex::new(Vec::new());
+
+/// Drops the pages under `bytes` from the resident set when `bytes` lies inside a mapping
+/// [`map_file`] made (a weight of a loaded model); does nothing for any other memory. A kernel
+/// builder that has just made its own form of a weight calls it, so the mapped pages it read
+/// do not stay resident until the session is built: the build's peak holds one copy of each
+/// weight, not two. The same reasoning as [`MappedFile::release_pages`] makes it safe, and the
+/// same fault-in makes it correct if the weight is read again.
+pub fn release_pages_of(bytes: &[u8]) {
+    #[cfg(unix)]
+    {
+        let start = bytes.as_ptr() as usize;
+        if bytes.is_empty() {
+            return;
+        }
+        let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+        live.retain(|w| w.strong_count() > 0);
+        for map in live.iter().filter_map(std::sync::Weak::upgrade) {
+            let base = map.as_ptr() as usize;
+            if start >= base && start + bytes.len() <= base + map.len() {
+                // SAFETY: as in `MappedFile::release_pages`: a read-only file mapping; the
+                // range (widened to whole pages by memmap2) lies inside it.
+                let _ = unsafe {
+                    map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start - base, bytes.len())
+                };
+                return;
+            }
+        }
+    }
+}
+
 /// Maps a whole file read-only and shares it as `Bytes` (empty files become empty bytes).
-pub fn map_file(path: &Path) -> std::io::Result<Bytes> {
+pub fn map_file(path: &Path) -> std::io::Result<MappedFile> {
     let file = std::fs::File::open(path)?;
     if file.metadata()?.len() == 0 {
-        return Ok(Bytes::new());
+        return Ok(MappedFile { bytes: Bytes::new(), map: None });
     }
     // SAFETY: the mapping is read-only; like every mmap-based loader we rely on model files
     // not being truncated while in use (documented in the crate docs).
-    let map = unsafe { memmap2::Mmap::map(&file) }?;
-    Ok(Bytes::from_owner(map))
+    let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }?);
+    LIVE.lock().unwrap_or_else(|p| p.into_inner()).push(Arc::downgrade(&map));
+    Ok(MappedFile { bytes: Bytes::from_owner(SharedMap(map.clone())), map: Some(map) })
 }
 
 fn dims_of(name: &str, dims: &[i64]) -> Result<Vec<usize>> {

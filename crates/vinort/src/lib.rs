@@ -80,8 +80,8 @@ pub mod session_config {
 pub mod ir {
     pub use vinort_ir::{
         Capability, CompiledPartition, CostProfile, Error, ExecutionProvider, Graph, Model, Node, NodeIndex, Origin,
-        PartitionDef, Result, RunContext, Value, ValueId, ValueInfo, WholeModel, deadline, limits, ops, proto, stats,
-        tensor_proto,
+        PartitionDef, Result, RunContext, Value, ValueId, ValueInfo, WholeModel, deadline, heap, limits, ops, proto,
+        stats, tensor_proto,
     };
 }
 

@@ -2,6 +2,7 @@
 //! a [`Plan`] of kernels.
 
 use std::cell::RefCell;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use vinort_ir::{Values, limits};
@@ -168,24 +169,44 @@ fn compile_work(work: &Work<'_>, inputs: &[ValueId], outputs: &[ValueId]) -> Res
     for v in inputs {
         b.input(*v);
     }
-    let constant = |b: &mut PlanBuilder<ValueId, KernelStep>, v: ValueId| {
-        if !b.knows(v) {
-            if let Some(t) = work.consts.get(&v) {
-                b.constant(v, Value::Tensor(t.to_aligned()));
-            } else if v.index() < graph.values().count()
-                && let Some(t) = graph.initializer(v)
+    let built = work
+        .live()
+        .map(|it| {
+            let kernel = build_item(work, it)?;
+            release_read_weights(graph, &it.node);
+            Ok((it, kernel))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // A constant is copied into aligned memory unless every kernel reading it keeps its own
+    // form of it ([`Kernel::holds_input`]): then the mapped one is enough.
+    let mut aligned: HashSet<ValueId> = outputs.iter().copied().collect();
+    for (it, kernel) in &built {
+        for (i, v) in it.reads().iter().enumerate() {
+            if let Some(v) = v
+                && !kernel.holds_input(i)
             {
-                b.constant(v, Value::Tensor(t.to_aligned()));
+                aligned.insert(*v);
             }
         }
+    }
+    let constant = |b: &mut PlanBuilder<ValueId, KernelStep>, v: ValueId| {
+        if b.knows(v) {
+            return;
+        }
+        let known = work
+            .consts
+            .get(&v)
+            .or_else(|| (v.index() < graph.values().count()).then(|| graph.initializer(v)).flatten());
+        if let Some(t) = known {
+            b.constant(v, Value::Tensor(if aligned.contains(&v) { t.to_aligned() } else { t.clone() }));
+        }
     };
-    for it in work.live() {
+    for (it, kernel) in built {
         let reads = it.reads();
         for v in reads.iter().flatten() {
             constant(&mut b, *v);
         }
         let node = &it.node;
-        let kernel = build_item(work, it)?;
         let step = KernelStep { kernel, node: node.name.clone(), op: node.qualified_op() };
         b.step(step, &reads, &node.outputs).map_err(|e| node.error(e.to_string()))?;
     }
@@ -194,6 +215,19 @@ fn compile_work(work: &Work<'_>, inputs: &[ValueId], outputs: &[ValueId]) -> Res
         b.output(*v)?;
     }
     Ok(b.build())
+}
+
+/// Gives back the mapped pages of the weights a kernel was just built from
+/// ([`vinort_ir::tensor_proto::release_pages_of`]): what the kernel packed is its own now, and
+/// what it reads at run faults back in, so a build holds one copy of each weight at a time.
+fn release_read_weights(graph: &Graph, node: &vinort_ir::Node) {
+    for v in node.inputs.iter().flatten() {
+        if v.index() < graph.values().count()
+            && let Some(t) = graph.initializer(*v)
+        {
+            vinort_ir::tensor_proto::release_pages_of(t.as_bytes());
+        }
+    }
 }
 
 /// A compiled Cpu partition.
@@ -344,7 +378,9 @@ impl ExecutionProvider for CpuProvider {
     fn capability(&self, model: &Model, offered: &[NodeIndex]) -> Result<Capability> {
         let mut cap = Capability::default();
         for &ix in offered {
-            match build_kernel(&model.graph, ix) {
+            let built = build_kernel(&model.graph, ix);
+            release_read_weights(&model.graph, model.graph.node(ix));
+            match built {
                 Ok(_) => cap.claimed.push(ix),
                 Err(Error::Unsupported(why)) => cap.refused.push((ix, why)),
                 Err(e) => cap.refused.push((ix, e.to_string())),

@@ -282,8 +282,26 @@ pub mod pool {
         Some(kept)
     }
 
+    thread_local! {
+        /// Set while this thread builds a session ([`not_kept`]).
+        static BUILDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// Runs `f` (a session's build) with no buffer freed on this thread kept: what a build
+    /// frees are transient copies of weights, sizes no run asks for, which would otherwise sit
+    /// in the pool for the life of the process.
+    pub fn not_kept<T>(f: impl FnOnce() -> T) -> T {
+        let outer = BUILDING.with(|b| b.replace(true));
+        let out = f();
+        BUILDING.with(|b| b.set(outer));
+        out
+    }
+
     /// Keeps a unique buffer when the bounds allow; one it does not keep is freed here.
     pub(super) fn give(buf: Arc<AlignedBuf>) {
+        if BUILDING.with(std::cell::Cell::get) {
+            return;
+        }
         let len = buf.len;
         let limit = limit();
         if len > limit / 4 {

@@ -257,6 +257,8 @@ pub(crate) fn fused_matmul_factory(info: &NodeInfo<'_>, epi: Epilogue) -> Result
         }
         _ => None,
     };
+    // The packed form serves every f32 product; other paths widen B per run.
+    let b = if packed.is_some() { None } else { b };
     Ok(Box::new(MatMul { b, packed, epi, plans: PerShape::default() }))
 }
 
@@ -289,6 +291,8 @@ impl Kernel for MatMul {
             })?;
             return Ok(smallvec::smallvec![y.into()]);
         }
+        // B is held in the map when packed (`holds_input`): aligned here for the other paths.
+        let b = &*aligned(b);
         let y = if is_real(dtype) {
             let ac = to_compute(a)?;
             let bc = match &self.b {
@@ -321,6 +325,16 @@ impl Kernel for MatMul {
         };
         Ok(smallvec::smallvec![y.into()])
     }
+
+    fn holds_input(&self, i: usize) -> bool {
+        i == 1 && self.packed.is_some()
+    }
+}
+
+/// `t`, or an aligned copy when a held constant (`Kernel::holds_input`) is misaligned in the
+/// mapped file and a path other than the packed one reads it.
+fn aligned(t: &Tensor) -> std::borrow::Cow<'_, Tensor> {
+    if t.is_aligned() { std::borrow::Cow::Borrowed(t) } else { std::borrow::Cow::Owned(t.to_aligned()) }
 }
 
 struct Gemm {
@@ -333,6 +347,8 @@ struct Gemm {
     b: Option<Tensor>,
     /// A constant f32 B, as `K × N` (transposed once when `transB`), packed for the micro-kernels.
     packed: Option<PackedB>,
+    /// Every run takes the packed path (see `Gemm::packed`), so B's data is never read.
+    holds_b: bool,
     /// What the graph optimizer fused after it.
     epi: Epilogue,
 }
@@ -365,14 +381,26 @@ pub(crate) fn fused_gemm_factory(info: &NodeInfo<'_>, epi: Epilogue) -> Result<B
         }
         _ => None,
     };
+    let (alpha, beta, trans_a) = (n.attr_or("alpha", 1.0f32)?, n.attr_or("beta", 1.0f32)?, n.attr_or("transA", false)?);
+    // The conditions of `Gemm::packed` that do not depend on A: C absent or ignored, or a
+    // constant bias row added whole.
+    let bias_row =
+        |c: &Tensor| matches!(c.shape(), [x] | [1, x] if packed.as_ref().is_some_and(|p| p.shape()[1] == *x));
+    let c_fits = match n.inputs.get(2).copied().flatten() {
+        None => true,
+        Some(_) => beta == 0.0 || (beta == 1.0 && info.const_input(2).is_some_and(bias_row)),
+    };
+    let holds_b = packed.is_some() && alpha == 1.0 && epi.scale.is_none() && !trans_a && c_fits;
     Ok(Box::new(Gemm {
-        alpha: n.attr_or("alpha", 1.0f32)?,
-        beta: n.attr_or("beta", 1.0f32)?,
-        trans_a: n.attr_or("transA", false)?,
+        alpha,
+        beta,
+        trans_a,
         trans_b,
         exact_c: n.opset < 7 && !n.attr_or("broadcast", false)?,
-        b,
+        // The packed form serves every product when B is held.
+        b: if holds_b { None } else { b },
         packed,
+        holds_b,
         epi,
     }))
 }
@@ -531,6 +559,7 @@ impl Kernel for Gemm {
         if let Some(y) = self.packed(ops, inputs) {
             return Ok(smallvec::smallvec![y?.into()]);
         }
+        let b = &*aligned(b);
         let y = if is_real(dtype) {
             let ac = to_compute(a)?;
             let bc = match &self.b {
@@ -557,5 +586,9 @@ impl Kernel for Gemm {
             }
         };
         Ok(smallvec::smallvec![y.into()])
+    }
+
+    fn holds_input(&self, i: usize) -> bool {
+        i == 1 && self.holds_b
     }
 }

@@ -289,6 +289,11 @@ impl Kernel for BlockedConv {
         })?;
         Ok(smallvec::smallvec![y.into()])
     }
+
+    /// The weights and bias were packed when the kernel was built.
+    fn holds_input(&self, i: usize) -> bool {
+        (i == 1 || i == 2) && self.residual != Some(i)
+    }
 }
 
 /// The geometry of one run, after padding is resolved.
