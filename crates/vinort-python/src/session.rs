@@ -15,6 +15,12 @@ use crate::convert;
 use crate::errors::{InvalidArgument, NoSuchFile, guard};
 use crate::providers::{self, CpuSettings, Requested};
 
+/// Every session of the process is built through one environment: a second session of the
+/// same file with the same options shares the first's mapped model, packed weights and
+/// compiled OpenVINO models while the first lives (`vinort::Environment`), where onnxruntime
+/// would hold a second copy of everything.
+static ENVIRONMENT: std::sync::LazyLock<vinort::Environment> = std::sync::LazyLock::new(vinort::Environment::new);
+
 /// A built model: `vinort._vinort.Session(model, providers, intra_op_num_threads,
 /// graph_optimization_level, free_dimensions)`, where `model` is a path or the model's bytes,
 /// `providers` a list of `(onnxruntime name, [(key, value)])` in priority order, and
@@ -68,7 +74,7 @@ impl Session {
                 return Err(NoSuchFile::new_err(format!("model file not found: {}", path.display())));
             }
             let shown = path.display().to_string();
-            (guard(|| Runtime::load(&path))?, Some(shown))
+            (guard(|| ENVIRONMENT.load(&path))?, Some(shown))
         };
         // The session config entries, as `SessionBuilder::config_entry` takes them (vinort acts on
         // `session.cost_model` and `ep.context_*`; the others become plan warnings).
