@@ -1,10 +1,11 @@
 """Resident memory a session adds, per runtime, each measured in a fresh process.
 
-For every model and runtime a child process imports the runtime, reads the model's inputs,
-returns the allocator's free memory to the system and records its resident set (VmRSS) as the
-baseline; it then builds a session, runs it once and records what the session added (steady,
-after another trim) and the peak on the way (VmHWM, reset at the baseline through
-/proc/self/clear_refs); then builds a second session of the same file with the same options,
+For every model and runtime a child process reads the model's inputs, returns the allocator's
+free memory to the system and records its resident set (VmRSS) as the baseline; it then
+imports the runtime (its libraries count: vinort loads OpenVINO's inside its first session),
+builds a session, runs it once and records what that added (steady, after another trim) and
+the peak on the way (VmHWM, reset at the baseline through /proc/self/clear_refs); then builds
+a second session of the same file with the same options,
 runs it once and records what that one added. Runtimes:
 
     ort-cpu      onnxruntime, CPUExecutionProvider
@@ -116,11 +117,13 @@ def maker(runtime: str, model: str, threads: int):
 
 
 def child(runtime: str, folder: Path, threads: int) -> dict:
-    build, run = maker(runtime, str(folder / "model.onnx"), threads)
     feeds = load_inputs(folder)
     trim()
     base = status_kib("VmRSS")
     reset_peak()
+    # The runtime's module is imported after the baseline: each side counts loading its
+    # libraries (vinort loads OpenVINO's inside its first session, `import openvino` at once).
+    build, run = maker(runtime, str(folder / "model.onnx"), threads)
     first = build()
     run(first, feeds)
     peak = status_kib("VmHWM") - base
