@@ -5,9 +5,10 @@
     doc_section.py put DOC NAME [FILE]   replace it (or append it) with FILE's text (stdin if no
                                          FILE; empty text changes nothing)
 
-Markers: `<!-- NAME_BEGIN -->` and `<!-- NAME_END -->`. Two generators write docs/performance.md:
-scripts/perf-table the whole document, scripts/perf-corpus its CORPUS section and
-scripts/perf-tool-models its TOOLS section, which perf-table carries over with get/put.
+Markers: `<!-- NAME_BEGIN -->` and `<!-- NAME_END -->`. Every generator of docs/performance.md
+writes its own section: scripts/perf-table the one of the CPU kind it runs on (KIND_AVX2 or
+KIND_AVX512), scripts/perf-corpus CORPUS, scripts/perf-tool-models TOOLS, scripts/perf-memory
+MEMORY; the other sections are written by hand from the issues' measurements.
 """
 
 import sys
