@@ -291,8 +291,7 @@ impl Kernel for MatMul {
             })?;
             return Ok(smallvec::smallvec![y.into()]);
         }
-        // B is held in the map when packed (`holds_input`): aligned here for the other paths.
-        let b = &*aligned(b);
+        // B may be held as the file maps it (`holds_input`): `to_compute` aligns it.
         let y = if is_real(dtype) {
             let ac = to_compute(a)?;
             let bc = match &self.b {
@@ -329,12 +328,6 @@ impl Kernel for MatMul {
     fn holds_input(&self, i: usize) -> bool {
         i == 1 && self.packed.is_some()
     }
-}
-
-/// `t`, or an aligned copy when a held constant (`Kernel::holds_input`) is misaligned in the
-/// mapped file and a path other than the packed one reads it.
-fn aligned(t: &Tensor) -> std::borrow::Cow<'_, Tensor> {
-    if t.is_aligned() { std::borrow::Cow::Borrowed(t) } else { std::borrow::Cow::Owned(t.to_aligned()) }
 }
 
 struct Gemm {
@@ -559,7 +552,6 @@ impl Kernel for Gemm {
         if let Some(y) = self.packed(ops, inputs) {
             return Ok(smallvec::smallvec![y?.into()]);
         }
-        let b = &*aligned(b);
         let y = if is_real(dtype) {
             let ac = to_compute(a)?;
             let bc = match &self.b {
