@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::graph::{Graph, Node, ValueId, ValueInfo, ValueSource};
 pub use crate::metadata::Metadata;
 use crate::tensor::Tensor;
-use crate::tensor_proto::{ExternalData, MappedFile, map_file, tensor_from_proto};
+use crate::tensor_proto::{ExternalData, map_file, release_pages_of, tensor_from_proto};
 use crate::value::{Dim, ValueType};
 
 /// Oldest and newest IR versions this loader reads.
@@ -43,31 +43,30 @@ pub struct Model {
     pub metadata: Metadata,
     /// The files weights are mapped from (the model file itself and its external data files),
     /// as canonical paths with their mappings.
-    pub weight_files: Vec<(PathBuf, MappedFile)>,
+    pub weight_files: Vec<(PathBuf, Bytes)>,
 }
 
 impl Model {
     /// Loads a model from a file, memory-mapping it: weights in `raw_data` stay in the mapping.
     pub fn load(path: impl AsRef<Path>) -> Result<Model> {
         let path = path.as_ref();
-        let mapped = map_file(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
-        let bytes = mapped.bytes().clone();
+        let bytes = map_file(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
         let dir = path.parent().map(|p| if p.as_os_str().is_empty() { PathBuf::from(".") } else { p.to_owned() });
         let mut m = Model::from_bytes_in(bytes.clone(), dir)?;
         m.path = Some(path.to_owned());
         if let Ok(canon) = path.canonicalize() {
-            m.weight_files.push((canon, mapped));
+            m.weight_files.push((canon, bytes));
         }
         Ok(m)
     }
 
     /// Drops the pages of the mapped model file and external-data files that this process has
-    /// touched from its resident memory ([`MappedFile::release_pages`]): once a session is
+    /// touched from its resident memory ([`release_pages_of`]): once a session is
     /// built its providers hold their own forms of the weights they transformed, and what they
     /// still read from the mapping faults back in on first use.
     pub fn release_weight_pages(&self) {
-        for (_, m) in &self.weight_files {
-            m.release_pages();
+        for (_, bytes) in &self.weight_files {
+            release_pages_of(bytes);
         }
     }
 

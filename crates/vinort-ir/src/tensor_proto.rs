@@ -22,7 +22,7 @@ use crate::tensor::{Tensor, numel};
 #[derive(Debug, Default)]
 pub struct ExternalData {
     base: Option<PathBuf>,
-    maps: Mutex<HashMap<PathBuf, MappedFile>>,
+    maps: Mutex<HashMap<PathBuf, Bytes>>,
 }
 
 impl ExternalData {
@@ -33,7 +33,7 @@ impl ExternalData {
     }
 
     /// The files mapped so far (canonical paths) with their mappings.
-    pub fn into_files(self) -> Vec<(PathBuf, MappedFile)> {
+    pub fn into_files(self) -> Vec<(PathBuf, Bytes)> {
         self.maps.into_inner().unwrap_or_else(|p| p.into_inner()).into_iter().collect()
     }
 
@@ -88,11 +88,10 @@ impl ExternalData {
         let file_bytes = {
             let mut maps = self.maps.lock().unwrap_or_else(|p| p.into_inner());
             match maps.get(&canon) {
-                Some(m) => m.bytes().clone(),
+                Some(b) => b.clone(),
                 None => {
-                    let m = map_file(&canon).map_err(|e| err(format!("cannot map '{}': {e}", canon.display())))?;
-                    let b = m.bytes().clone();
-                    maps.insert(canon.clone(), m);
+                    let b = map_file(&canon).map_err(|e| err(format!("cannot map '{}': {e}", canon.display())))?;
+                    maps.insert(canon.clone(), b.clone());
                     b
                 }
             }
@@ -118,15 +117,7 @@ impl ExternalData {
 /// `vinort_openvino::export`).
 pub const IN_MEMORY_MARKER: &str = "*/_ORT_MEM_ADDR_/*";
 
-/// A file mapped read-only by [`map_file`]: its bytes (weights are slices of them), and the
-/// right to hand its resident pages back to the system.
-#[derive(Clone, Debug)]
-pub struct MappedFile {
-    bytes: Bytes,
-    map: Option<Arc<memmap2::Mmap>>,
-}
-
-/// Owner of a mapping shared by the `Bytes` sliced from it and by [`MappedFile`].
+/// Owner of a mapping, shared by the `Bytes` sliced from it; [`LIVE`] holds it weakly.
 struct SharedMap(Arc<memmap2::Mmap>);
 
 impl AsRef<[u8]> for SharedMap {
@@ -135,38 +126,17 @@ impl AsRef<[u8]> for SharedMap {
     }
 }
 
-impl MappedFile {
-    /// The file's bytes, shared with the mapping.
-    pub fn bytes(&self) -> &Bytes {
-        &self.bytes
-    }
-
-    /// Drops the pages of the file this process has touched from its resident memory
-    /// (`MADV_DONTNEED`). Nothing is lost: the mapping is read-only and never written, so a
-    /// later read faults the same bytes back in from the page cache or the file. Called once a
-    /// session is built, when the providers hold their own (packed, compiled) forms of the
-    /// weights they read and the mapped copy would only double the session's memory.
-    pub fn release_pages(&self) {
-        #[cfg(unix)]
-        if let Some(map) = &self.map {
-            // SAFETY: DONTNEED discards private modifications of a mapping; this one is
-            // read-only (PROT_READ) and file-backed, so its contents are what the file holds and
-            // every reader sees the same bytes again. Failure only leaves the pages resident.
-            let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
-        }
-    }
-}
-
 /// Every mapping [`map_file`] made that is still alive, so that [`release_pages_of`] can check
 /// that a slice lies inside one.
 static LIVE: Mutex<Vec<std::sync::Weak<memmap2::Mmap>>> = Mutex::new(Vec::new());
 
-/// Drops the pages under `bytes` from the resident set when `bytes` lies inside a mapping
-/// [`map_file`] made (a weight of a loaded model); does nothing for any other memory. A kernel
-/// builder that has just made its own form of a weight calls it, so the mapped pages it read
-/// do not stay resident until the session is built: the build's peak holds one copy of each
-/// weight, not two. The same reasoning as [`MappedFile::release_pages`] makes it safe, and the
-/// same fault-in makes it correct if the weight is read again.
+/// Drops the pages under `bytes` from the resident set (`MADV_DONTNEED`) when `bytes` lies
+/// inside a mapping [`map_file`] made (a weight, or a whole mapped model or external-data
+/// file); does nothing for any other memory. Nothing is lost: the mapping is read-only and
+/// never written, so a later read faults the same bytes back in from the page cache or the
+/// file. A kernel builder that has just made its own form of a weight calls it (the build's
+/// peak then holds one copy of each weight, not two), and a built session calls it on its
+/// whole mapped files ([`crate::Model::release_weight_pages`]).
 pub fn release_pages_of(bytes: &[u8]) {
     #[cfg(unix)]
     {
@@ -179,8 +149,10 @@ pub fn release_pages_of(bytes: &[u8]) {
         for map in live.iter().filter_map(std::sync::Weak::upgrade) {
             let base = map.as_ptr() as usize;
             if start >= base && start + bytes.len() <= base + map.len() {
-                // SAFETY: as in `MappedFile::release_pages`: a read-only file mapping; the
-                // range (widened to whole pages by memmap2) lies inside it.
+                // SAFETY: DONTNEED discards private modifications of a mapping; this one is
+                // read-only (PROT_READ) and file-backed, so every reader sees the file's bytes
+                // again. The range (widened to whole pages by memmap2) lies inside it; failure
+                // only leaves the pages resident.
                 let _ = unsafe {
                     map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start - base, bytes.len())
                 };
@@ -191,16 +163,16 @@ pub fn release_pages_of(bytes: &[u8]) {
 }
 
 /// Maps a whole file read-only and shares it as `Bytes` (empty files become empty bytes).
-pub fn map_file(path: &Path) -> std::io::Result<MappedFile> {
+pub fn map_file(path: &Path) -> std::io::Result<Bytes> {
     let file = std::fs::File::open(path)?;
     if file.metadata()?.len() == 0 {
-        return Ok(MappedFile { bytes: Bytes::new(), map: None });
+        return Ok(Bytes::new());
     }
     // SAFETY: the mapping is read-only; like every mmap-based loader we rely on model files
     // not being truncated while in use (documented in the crate docs).
     let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }?);
     LIVE.lock().unwrap_or_else(|p| p.into_inner()).push(Arc::downgrade(&map));
-    Ok(MappedFile { bytes: Bytes::from_owner(SharedMap(map.clone())), map: Some(map) })
+    Ok(Bytes::from_owner(SharedMap(map)))
 }
 
 fn dims_of(name: &str, dims: &[i64]) -> Result<Vec<usize>> {

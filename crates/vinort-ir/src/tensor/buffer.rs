@@ -291,10 +291,15 @@ pub mod pool {
     /// frees are transient copies of weights, sizes no run asks for, which would otherwise sit
     /// in the pool for the life of the process.
     pub fn not_kept<T>(f: impl FnOnce() -> T) -> T {
-        let outer = BUILDING.with(|b| b.replace(true));
-        let out = f();
-        BUILDING.with(|b| b.set(outer));
-        out
+        /// Restores the outer state, also when `f` unwinds (a refused allocation does).
+        struct Restore(bool);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                BUILDING.with(|b| b.set(self.0));
+            }
+        }
+        let _restore = Restore(BUILDING.with(|b| b.replace(true)));
+        f()
     }
 
     /// Keeps a unique buffer when the bounds allow; one it does not keep is freed here.
