@@ -190,7 +190,32 @@ fn check_profile(s: &Session, prefix: &Path, feeds: &[(String, Tensor)], runs: u
             );
         }
     }
-    assert_eq!(events.len(), 1 + runs * (1 + parts.len()));
+    // Every kernel of a Cpu partition: `<node>_kernel_time` with its op, inside a run of its
+    // partition; every Cpu partition's run holds at least one.
+    let kernels: Vec<_> = events
+        .iter()
+        .filter(|e| e["cat"] == "Node" && !e["name"].as_str().unwrap().starts_with("partition_"))
+        .collect();
+    let inside = |k: &serde_json::Value, p: &serde_json::Value| {
+        let (ts, dur) = (k["ts"].as_u64().unwrap(), k["dur"].as_u64().unwrap());
+        let (pts, pdur) = (p["ts"].as_u64().unwrap(), p["dur"].as_u64().unwrap());
+        pts <= ts + 1 && ts + dur <= pts + pdur + 2
+    };
+    for k in &kernels {
+        assert!(k["name"].as_str().unwrap().ends_with("_kernel_time"), "{k}");
+        assert!(!k["args"]["op_name"].as_str().unwrap().is_empty(), "{k}");
+        assert_eq!(k["args"]["provider"], "Cpu", "{k}");
+        let in_cpu_partition = events
+            .iter()
+            .any(|p| p["args"]["op_name"] == "partition" && p["args"]["provider"] == "Cpu" && inside(k, p));
+        assert!(in_cpu_partition, "kernel event outside every Cpu partition's run: {k}");
+    }
+    for (i, _) in parts.iter().enumerate().filter(|(_, p)| p.provider == "Cpu") {
+        for e in named(&events, &format!("partition_{i}_kernel_time")) {
+            assert!(kernels.iter().any(|k| inside(k, e)), "partition {i} ran no kernel: {e}");
+        }
+    }
+    assert_eq!(events.len(), 1 + runs * (1 + parts.len()) + kernels.len());
 
     // Ended: nothing more is recorded, a second end is an error, runs go on.
     assert!(matches!(s.end_profiling(), Err(Error::Config(_))));

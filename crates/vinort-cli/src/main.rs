@@ -187,13 +187,20 @@ fn providers(args: &ProviderArgs) -> Result<Vec<vinort::Provider>> {
 }
 
 fn build(model: &Path, args: &ProviderArgs) -> Result<(Session, f64)> {
+    build_profiled(model, args, None)
+}
+
+/// [`build`], profiling the session into `<profile>_<time>.json` when a prefix is given.
+fn build_profiled(model: &Path, args: &ProviderArgs, profile: Option<&Path>) -> Result<(Session, f64)> {
     let t0 = Instant::now();
-    let session = Runtime::load(model)
+    let mut builder = Runtime::load(model)
         .with_context(|| format!("loading {}", model.display()))?
         .providers(providers(args)?)
-        .cost_model(args.cost_model == vinort_tools::providers::Switch::On)
-        .build()
-        .with_context(|| format!("building a session for {}", model.display()))?;
+        .cost_model(args.cost_model == vinort_tools::providers::Switch::On);
+    if let Some(prefix) = profile {
+        builder = builder.profiling(prefix);
+    }
+    let session = builder.build().with_context(|| format!("building a session for {}", model.display()))?;
     Ok((session, stats::ms(t0.elapsed())))
 }
 

@@ -44,8 +44,8 @@ pub use graph::{Graph, Node, ValueId, ValueInfo, ValueSource};
 pub use load::{Metadata, Model};
 pub use petgraph::graph::NodeIndex;
 pub use provider::{
-    Capability, CompiledPartition, ContextBlob, CostProfile, ExecutionProvider, OutputBuffer, PartitionDef, RunContext,
-    StopReason, WholeModel,
+    Capability, CompiledPartition, ContextBlob, CostProfile, ExecutionProvider, NodeTimes, OutputBuffer, PartitionDef,
+    RunContext, StopReason, WholeModel,
 };
 pub use tensor::{Origin, Shape, Tensor};
 pub use value::{Dim, Sequence, Value, ValueType, Values};

@@ -38,16 +38,38 @@ pub struct PartitionDef {
     pub whole_graph: bool,
 }
 
+/// Told how long each kernel of a provider's plan took, for a profile's per-node events
+/// (ONNX Runtime's `<node>_kernel_time`). Providers whose partition runs as one compiled
+/// model (OpenVINO) have no kernels to report.
+pub trait NodeTimes: Send + Sync {
+    /// Node `node` (op `op`, `domain::Op` outside the default domain) ran on `provider`'s
+    /// kernel from `began` to `ended`, on the calling thread.
+    fn node(&self, node: &str, op: &str, provider: &str, began: std::time::Instant, ended: std::time::Instant);
+}
+
 /// Per-run options handed to every partition: a stop flag another thread may raise, a
-/// deadline, and a tag for the logs. Executors call [`RunContext::check`] between steps (and
+/// deadline, a tag for the logs and, when profiling, where kernels report their times. Executors call [`RunContext::check`] between steps (and
 /// control-flow kernels between iterations); providers with their own runtime (OpenVINO) watch
 /// [`RunContext::stop_requested`] while their request runs and cancel it.
-#[derive(Debug, Default, Clone)]
+#[derive(Default, Clone)]
 pub struct RunContext {
     terminate: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     deadline: Option<std::time::Instant>,
     tag: Option<std::sync::Arc<str>>,
     memory_limit: Option<usize>,
+    node_times: Option<std::sync::Arc<dyn NodeTimes>>,
+}
+
+impl std::fmt::Debug for RunContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunContext")
+            .field("terminate", &self.terminate)
+            .field("deadline", &self.deadline)
+            .field("tag", &self.tag)
+            .field("memory_limit", &self.memory_limit)
+            .field("node_times", &self.node_times.is_some())
+            .finish()
+    }
 }
 
 /// Why a run stopped before its end.
@@ -76,7 +98,18 @@ impl RunContext {
         deadline: Option<std::time::Instant>,
         tag: Option<std::sync::Arc<str>>,
     ) -> RunContext {
-        RunContext { terminate, deadline, tag, memory_limit: None }
+        RunContext { terminate, deadline, tag, memory_limit: None, node_times: None }
+    }
+
+    /// The same context with kernels reporting their times to `times` (per-node profiling).
+    pub fn with_node_times(mut self, times: std::sync::Arc<dyn NodeTimes>) -> RunContext {
+        self.node_times = Some(times);
+        self
+    }
+
+    /// Where kernels report their times, when the run is profiled.
+    pub fn node_times(&self) -> Option<&dyn NodeTimes> {
+        self.node_times.as_deref()
     }
 
     /// The same context with the session's limit on a single buffer (see

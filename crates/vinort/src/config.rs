@@ -144,7 +144,7 @@ pub(crate) struct Prepared {
     /// The input dims dimension overrides fixed.
     pub fixed: Vec<FixedDim>,
     /// When profiling.
-    pub profiler: Option<Profiler>,
+    pub profiler: Option<std::sync::Arc<Profiler>>,
     /// `session.cost_model`: the partitioner weighs regions' costs ([`crate::cost`]).
     pub cost_model: bool,
     /// `session.intra_op.allow_spinning=0`: the Cpu provider's workers sleep between kernels
@@ -164,7 +164,7 @@ impl Prepared {
         save: Option<(PathBuf, EmbedMode)>,
         providers: &[Provider],
     ) -> Result<Prepared> {
-        let profiler = profiling.map(Profiler::new);
+        let profiler = profiling.map(|prefix| std::sync::Arc::new(Profiler::new(prefix)));
         let get = |key: &str| entries.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
         let flag = |key: &str| match get(key) {
             None | Some("0") => Ok(false),

@@ -6,9 +6,11 @@
 //! vinort records the session's initialization (`session_initialization`: loading is done
 //! before the builder exists, so it is not in the trace), every run (`model_run`, with the
 //! run's tag) and, inside it, every partition's run (`partition_<i>_kernel_time`, category
-//! `Node`, with its provider and node count). ONNX Runtime's per-node events have no
-//! counterpart for an OpenVINO partition, which runs as one compiled model: the partition is
-//! the finest unit vinort times.
+//! `Node`, with its provider and node count) and every kernel a Cpu partition runs
+//! (`<node>_kernel_time`, category `Node`, with its op and provider, as ONNX Runtime names
+//! them, for the nodes as the Cpu optimizer left them: a fused kernel reports its fused op). An
+//! OpenVINO partition runs as one compiled model: there the partition is the finest unit
+//! vinort times.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -94,11 +96,16 @@ impl Profiler {
 
     /// Records a complete event from `began` to now.
     fn record(&self, cat: &str, name: String, began: Instant, args: Json) {
+        self.record_span(cat, name, began, Instant::now(), args);
+    }
+
+    /// Records a complete event from `began` to `ended`.
+    fn record_span(&self, cat: &str, name: String, began: Instant, ended: Instant, args: Json) {
         let event = json!({
             "cat": cat,
             "pid": std::process::id(),
             "tid": thread_id(),
-            "dur": began.elapsed().as_micros() as u64,
+            "dur": ended.saturating_duration_since(began).as_micros() as u64,
             "ts": began.saturating_duration_since(self.t0).as_micros() as u64,
             "ph": "X",
             "name": name,
@@ -158,6 +165,15 @@ impl Profiler {
         file.write_all(&text).map_err(|e| io(&path, e))?;
         *guard = None;
         Ok(path)
+    }
+}
+
+impl vinort_ir::NodeTimes for Profiler {
+    /// One event per kernel run, as ONNX Runtime names them: `<node>_kernel_time`, category
+    /// `Node`, with the op and provider in its arguments.
+    fn node(&self, node: &str, op: &str, provider: &str, began: Instant, ended: Instant) {
+        let args = json!({"op_name": op, "provider": provider});
+        self.record_span("Node", format!("{node}_kernel_time"), began, ended, args);
     }
 }
 

@@ -538,7 +538,7 @@ pub(crate) struct Inner {
     /// The input dims [`SessionBuilder::dimension_override`] fixed.
     fixed_dims: Vec<crate::dims::FixedDim>,
     /// [`SessionBuilder::profiling`].
-    pub(crate) profiler: Option<crate::profiling::Profiler>,
+    pub(crate) profiler: Option<Arc<crate::profiling::Profiler>>,
 }
 
 /// A compiled model, ready to run. `Send + Sync`: [`Session::run`] may be called from many
@@ -1117,6 +1117,14 @@ impl Session {
         if into.iter().all(Option::is_none) && profiler.is_none() {
             return Ok(self.inner.plan.run(&refs, ctx)?);
         }
+        let profiled;
+        let ctx = match profiler {
+            Some(p) => {
+                profiled = ctx.clone().with_node_times(p.clone());
+                &profiled
+            }
+            None => ctx,
+        };
         let began = std::time::Instant::now();
         let graph_outputs = self.inner.model.graph.outputs();
         let out = self.inner.plan.run_with(&refs, ctx, |step, ins, ctx| {

@@ -85,13 +85,17 @@ pub struct PerfArgs {
     /// tensor outputs into buffers of its own made before measuring.
     #[arg(long)]
     bind: bool,
+    /// Profile the session (onnxruntime_perf_test's -p): a Chrome trace of every run, its
+    /// partitions and the Cpu partitions' kernels, written to `<PREFIX>_<time>.json`.
+    #[arg(short = 'p', long, value_name = "PREFIX")]
+    profile: Option<PathBuf>,
 }
 
 /// Runs `vinort perf`.
 pub fn perf(a: &PerfArgs) -> Result<()> {
     check_args(a)?;
     let (model, data_set) = resolve_model(&a.model)?;
-    let (session, creation_ms) = crate::build(&model, &a.providers)?;
+    let (session, creation_ms) = crate::build_profiled(&model, &a.providers, a.profile.as_deref())?;
     let Inputs { feeds, sources, notes } = make_inputs(&session, data_set.as_deref(), a)?;
 
     if !a.json {
@@ -144,6 +148,11 @@ pub fn perf(a: &PerfArgs) -> Result<()> {
         println!("{}", report.json(&m, peak));
     } else {
         report.human(&m, peak);
+    }
+    if a.profile.is_some() {
+        let trace = session.end_profiling().context("writing the profile")?;
+        // On stderr with --json, so stdout stays one JSON object.
+        if a.json { eprintln!("profile: {}", trace.display()) } else { println!("profile: {}", trace.display()) }
     }
     Ok(())
 }

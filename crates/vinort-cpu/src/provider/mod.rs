@@ -122,10 +122,14 @@ impl Step for KernelStep {
         // A tensor over the memory limits unwinds out of the kernel (see `limits`): caught
         // here, on the thread that ran it, as an error naming this node.
         let run = || limits::guard(|| limits::with_session_limit(ctx.memory_limit(), || self.kernel.run(inputs, ctx)));
+        let began = ctx.node_times().map(|_| std::time::Instant::now());
         let result = match pool {
             Some(p) if p.threads.current_thread_index().is_none() => p.threads.install(run),
             _ => run(),
         };
+        if let (Some(times), Some(began)) = (ctx.node_times(), began) {
+            times.node(&self.node, &self.op, "Cpu", began, std::time::Instant::now());
+        }
         result.map_err(|e| match e {
             Error::Node { .. } | Error::Provider { .. } | Error::Stopped(_) => e,
             other => Error::Provider {
