@@ -8,10 +8,12 @@ use std::sync::Arc;
 use crate::dtype::Elem;
 use crate::limits::{self, Refused, Which};
 
-/// A 64-byte aligned, zero-initialised heap buffer.
+/// A 64-byte aligned, zero-initialised heap buffer: `len` bytes in use of the `cap` it was
+/// allocated with (a pooled buffer may serve a tensor somewhat smaller than it).
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
     len: usize,
+    cap: usize,
 }
 
 // SAFETY: AlignedBuf uniquely owns its allocation, like Vec<u8>.
@@ -29,7 +31,7 @@ impl AlignedBuf {
         if len == 0 {
             // A dangling but aligned pointer: never dereferenced for a zero-length slice.
             let ptr = NonNull::new(ALIGN as *mut u8).unwrap_or(NonNull::dangling());
-            return AlignedBuf { ptr, len };
+            return AlignedBuf { ptr, len, cap: 0 };
         }
         // Sizes come from models and callers: checked against the memory limits first, and
         // a refusal unwinds to the kernel's or compile's `limits::guard` as a typed error.
@@ -51,7 +53,7 @@ impl AlignedBuf {
         // SAFETY: layout has a non-zero size.
         let raw = unsafe { alloc_zeroed(layout) };
         let Some(ptr) = NonNull::new(raw) else { system_refused() };
-        AlignedBuf { ptr, len }
+        AlignedBuf { ptr, len, cap: len }
     }
 
     /// The bytes.
@@ -81,10 +83,10 @@ impl AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
-        if self.len != 0 {
+        if self.cap != 0 {
             // SAFETY: allocated in `zeroed` with exactly this layout.
-            unsafe { dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.len, ALIGN)) }
-            limits::release(self.len);
+            unsafe { dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.cap, ALIGN)) }
+            limits::release(self.cap);
         }
     }
 }
@@ -105,6 +107,7 @@ impl Shared {
         let mut kept = pool::take(len);
         // Pooled buffers are unique; one that were not could not be zeroed, so it is not used.
         if let Some(buf) = kept.as_mut().and_then(Arc::get_mut) {
+            buf.len = len;
             buf.as_mut_slice().fill(0);
             crate::stats::record_reuse(len);
             return Shared(kept);
@@ -121,13 +124,14 @@ impl Shared {
         if len == 0 {
             return Shared(None);
         }
-        match pool::take(len) {
-            Some(arc) => {
-                crate::stats::record_reuse(len);
-                Shared(Some(arc))
-            }
-            None => Shared(Some(Arc::new(AlignedBuf::zeroed(len)))),
+        // Pooled buffers are unique, so their length can be set; one that were not is not used.
+        let mut kept = pool::take(len);
+        if let Some(buf) = kept.as_mut().and_then(Arc::get_mut) {
+            buf.len = len;
+            crate::stats::record_reuse(len);
+            return Shared(kept);
         }
+        Shared(Some(Arc::new(AlignedBuf::zeroed(len))))
     }
 
     /// The bytes.
@@ -180,7 +184,7 @@ impl Clone for Shared {
 impl Drop for Shared {
     fn drop(&mut self) {
         if let Some(mut arc) = self.0.take()
-            && arc.len != 0
+            && arc.cap != 0
             && Arc::get_mut(&mut arc).is_some()
         {
             // The last owner (no other strong or weak reference): the pool may keep it,
@@ -196,15 +200,17 @@ impl AsRef<[u8]> for Shared {
     }
 }
 
-/// A bounded pool of tensor buffers that tensors gave back, keyed by exact size.
+/// A bounded pool of tensor buffers that tensors gave back, by size.
 ///
 /// A static-shape model asks for the same buffer sizes on every run, so after the first run
 /// the Cpu provider's intermediate and output tensors come from here instead of the system
 /// allocator (no page faults, no allocator locks): vinort's counterpart of ONNX Runtime's
-/// memory arena. The pool is bounded, unlike a cache that grows with every shape it sees: it
-/// keeps at most [`limit`] bytes in all (64 MiB unless [`set_limit`] says otherwise), at most
-/// [`PER_SIZE`] buffers of one size, and no buffer over a quarter of the limit. A buffer it
-/// cannot keep is freed.
+/// memory arena. A request takes the buffer given back most recently among those of its size
+/// up to half as large again ([`SLACK`]): that one is likeliest still in the cache, where one
+/// of the exact size was often last written a whole run ago. The pool is bounded, unlike a
+/// cache that grows with every shape it sees: it keeps at most [`limit`] bytes in all (64 MiB
+/// unless [`set_limit`] says otherwise), at most [`PER_SIZE`] buffers of one size, and no
+/// buffer over a quarter of the limit. A buffer it cannot keep is freed.
 ///
 /// ```
 /// use vinort_ir::{Tensor, stats, tensor::pool};
@@ -233,18 +239,23 @@ pub mod pool {
     /// At most this many buffers of one size are kept.
     pub const PER_SIZE: usize = 32;
 
+    /// A request for `len` bytes may take a kept buffer of up to `len + len / SLACK` bytes.
+    pub const SLACK: usize = 2;
+
     static LIMIT: AtomicUsize = AtomicUsize::new(64 << 20);
-    static POOL: Mutex<Pool> = Mutex::new(Pool { by_len: BTreeMap::new(), bytes: 0 });
+    static POOL: Mutex<Pool> = Mutex::new(Pool { by_cap: BTreeMap::new(), bytes: 0, clock: 0 });
 
     /// Sizes the pool remembers with no buffer kept (a list keeps its capacity, so giving
     /// a buffer back to it does not allocate); past this many, empty lists are dropped.
     const EMPTY_LISTS: usize = 256;
 
     struct Pool {
-        /// Buffers by exact length; every kept `Arc` is unique (no other strong or weak
-        /// reference).
-        by_len: BTreeMap<usize, Vec<Arc<AlignedBuf>>>,
+        /// Buffers by allocated size, each with when it was given back (later ones last);
+        /// every kept `Arc` is unique (no other strong or weak reference).
+        by_cap: BTreeMap<usize, Vec<(u64, Arc<AlignedBuf>)>>,
         bytes: usize,
+        /// Counts the buffers given back.
+        clock: u64,
     }
 
     /// The most bytes the pool keeps.
@@ -257,12 +268,12 @@ pub mod pool {
         LIMIT.store(bytes, Relaxed);
         let mut p = POOL.lock().unwrap_or_else(|e| e.into_inner());
         while p.bytes > bytes {
-            let Some((&len, list)) = p.by_len.iter_mut().rev().find(|(_, l)| !l.is_empty()) else { break };
+            let Some((&cap, list)) = p.by_cap.iter_mut().rev().find(|(_, l)| !l.is_empty()) else { break };
             list.pop();
-            p.bytes -= len;
+            p.bytes -= cap;
         }
         if bytes == 0 {
-            p.by_len.clear();
+            p.by_cap.clear();
         }
     }
 
@@ -271,14 +282,21 @@ pub mod pool {
         POOL.lock().unwrap_or_else(|e| e.into_inner()).bytes
     }
 
-    /// A kept buffer of exactly `len` bytes (a unique `Arc`), if there is one.
+    /// The kept buffer (a unique `Arc`) of `len` to `len + len / SLACK` bytes given back
+    /// last, if there is one; the caller sets its length.
     pub(super) fn take(len: usize) -> Option<Arc<AlignedBuf>> {
         if len == 0 {
             return None;
         }
         let mut p = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        let kept = p.by_len.get_mut(&len)?.pop()?;
-        p.bytes -= len;
+        let most = len.saturating_add(len / SLACK);
+        let (cap, _) = p
+            .by_cap
+            .range(len..=most)
+            .filter_map(|(cap, list)| list.last().map(|(at, _)| (*cap, *at)))
+            .max_by_key(|(_, at)| *at)?;
+        let (_, kept) = p.by_cap.get_mut(&cap)?.pop()?;
+        p.bytes -= cap;
         Some(kept)
     }
 
@@ -307,29 +325,69 @@ pub mod pool {
         if BUILDING.with(std::cell::Cell::get) {
             return;
         }
-        let len = buf.len;
+        let cap = buf.cap;
         let limit = limit();
-        if len > limit / 4 {
+        if cap > limit / 4 {
             return;
         }
         let mut p = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        if p.bytes + len > limit {
+        if p.bytes + cap > limit {
             return;
         }
-        if !p.by_len.contains_key(&len) && p.by_len.len() >= EMPTY_LISTS {
-            p.by_len.retain(|_, l| !l.is_empty());
+        if !p.by_cap.contains_key(&cap) && p.by_cap.len() >= EMPTY_LISTS {
+            p.by_cap.retain(|_, l| !l.is_empty());
         }
-        let list = p.by_len.entry(len).or_default();
+        p.clock += 1;
+        let at = p.clock;
+        let list = p.by_cap.entry(cap).or_default();
         if list.len() >= PER_SIZE {
             return;
         }
-        list.push(buf);
-        p.bytes += len;
+        list.push((at, buf));
+        p.bytes += cap;
     }
 }
 
 impl AsRef<[u8]> for AlignedBuf {
     fn as_ref(&self) -> &[u8] {
         self.as_slice()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{AlignedBuf, Shared, pool};
+
+    /// Gives a fresh buffer of `cap` bytes to the pool and returns its address.
+    fn give(cap: usize) -> usize {
+        let buf = Arc::new(AlignedBuf::zeroed(cap));
+        let at = buf.as_slice().as_ptr() as usize;
+        pool::give(buf);
+        at
+    }
+
+    /// A request takes the buffer given back last among those of its size up to half as
+    /// large again, seen at the requested length; one too large stays kept, and a fresh
+    /// buffer comes when none fits. (Sizes no other test of this binary asks for.)
+    #[test]
+    fn a_request_takes_the_latest_buffer_that_fits() {
+        let exact = give(90_001);
+        let too_big = give(200_001);
+        let larger = give(120_001);
+        let first = Shared::for_overwrite(90_001);
+        assert_eq!((first.as_slice().as_ptr() as usize, first.as_slice().len()), (larger, 90_001));
+        let second = Shared::zeroed(90_001);
+        assert_eq!(second.as_slice().as_ptr() as usize, exact);
+        assert!(second.as_slice().iter().all(|b| *b == 0));
+        let third = Shared::for_overwrite(90_001);
+        assert!(![exact, larger, too_big].contains(&(third.as_slice().as_ptr() as usize)));
+        // The larger buffer goes back at its own size and serves its own size again.
+        drop(first);
+        let again = Shared::for_overwrite(120_001);
+        assert_eq!((again.as_slice().as_ptr() as usize, again.as_slice().len()), (larger, 120_001));
+        let big = Shared::for_overwrite(200_001);
+        assert_eq!(big.as_slice().as_ptr() as usize, too_big);
     }
 }
