@@ -27,11 +27,19 @@ impl Kernel for ReorderInput {
                 let (img, b) = (j / cb, j % cb);
                 let lanes = (c - b * BLOCK).min(BLOCK);
                 let src = &x[(img * c + b * BLOCK) * plane..][..lanes * plane];
-                for (p, px) in yb.chunks_exact_mut(BLOCK).enumerate() {
-                    for (l, v) in px[..lanes].iter_mut().enumerate() {
-                        *v = src[l * plane + p];
+                // In tiles of pixels, lane by lane: each lane's run of the tile is read
+                // contiguously into the tile's blocked pixels, which stay in L1.
+                for p0 in (0..plane).step_by(TILE_PIXELS) {
+                    let p1 = (p0 + TILE_PIXELS).min(plane);
+                    let tile = &mut yb[p0 * BLOCK..p1 * BLOCK];
+                    for (l, run) in src.chunks_exact(plane).enumerate() {
+                        for (px, v) in tile.chunks_exact_mut(BLOCK).zip(&run[p0..p1]) {
+                            px[l] = *v;
+                        }
                     }
-                    px[lanes..].fill(0.0);
+                    if lanes < BLOCK {
+                        tile.chunks_exact_mut(BLOCK).for_each(|px| px[lanes..].fill(0.0));
+                    }
                 }
             });
             Ok(())
@@ -39,6 +47,9 @@ impl Kernel for ReorderInput {
         Ok(smallvec::smallvec![y.into()])
     }
 }
+
+/// Pixels per tile of the reorders: 4 KiB of blocked values.
+const TILE_PIXELS: usize = 64;
 
 /// `[N, ⌈C/16⌉, H, W, 16]` → `[N, C, H, W]`, dropping the padding lanes.
 pub(super) struct ReorderOutput {
@@ -58,11 +69,22 @@ impl Kernel for ReorderOutput {
         let x = x.as_slice::<f32>()?;
         let plane = h * w;
         let y = Tensor::try_build_full::<f32, Error>(&[n, c, h, w], |y| {
-            for_each_plane(y, plane, |j, yc| {
-                let (img, ch) = (j / c.max(1), j % c.max(1));
-                let src = &x[(img * cb + ch / BLOCK) * plane * BLOCK..][..plane * BLOCK];
-                for (v, px) in yc.iter_mut().zip(src.chunks_exact(BLOCK)) {
-                    *v = px[ch % BLOCK];
+            // Sixteen output planes at a time (channels j·16 .. of all images' channels in a
+            // row), walked in tiles of pixels: a tile's blocked pixels stay in L1 while every
+            // plane takes its lane of them. A plane at a time read each blocked pixel, a whole
+            // cache line, for one of its lanes.
+            for_each_plane(y, plane * BLOCK, |j, ys| {
+                for p0 in (0..plane).step_by(TILE_PIXELS) {
+                    let p1 = (p0 + TILE_PIXELS).min(plane);
+                    for (i, yc) in ys.chunks_exact_mut(plane).enumerate() {
+                        let at = j * BLOCK + i;
+                        let (img, ch) = (at / c.max(1), at % c.max(1));
+                        let src = &x[(img * cb + ch / BLOCK) * plane * BLOCK..][..plane * BLOCK];
+                        let lane = ch % BLOCK;
+                        for (v, px) in yc[p0..p1].iter_mut().zip(src[p0 * BLOCK..p1 * BLOCK].chunks_exact(BLOCK)) {
+                            *v = px[lane];
+                        }
+                    }
                 }
             });
             Ok(())
