@@ -1117,14 +1117,8 @@ impl Session {
         if into.iter().all(Option::is_none) && profiler.is_none() {
             return Ok(self.inner.plan.run(&refs, ctx)?);
         }
-        let profiled;
-        let ctx = match profiler {
-            Some(p) => {
-                profiled = ctx.clone().with_node_times(p.clone());
-                &profiled
-            }
-            None => ctx,
-        };
+        let profiled = profiler.map(|p| ctx.clone().with_node_times(p.clone()));
+        let ctx = profiled.as_ref().unwrap_or(ctx);
         let began = std::time::Instant::now();
         let graph_outputs = self.inner.model.graph.outputs();
         let out = self.inner.plan.run_with(&refs, ctx, |step, ins, ctx| {

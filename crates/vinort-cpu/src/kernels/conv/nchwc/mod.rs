@@ -50,7 +50,7 @@ pub(crate) use tiles::{NO_CLAMP, Out, RegularTile, regular_tile_dispatch};
 
 use reorder::{ReorderInput, ReorderOutput};
 use tiles::depthwise_tile_dispatch;
-use windows::RowWindows;
+use windows::{RowWindows, balanced_spans};
 
 use crate::kernel::{Kernel, NodeInfo, tensor_in};
 use crate::kernels::epilogue::Epilogue;
@@ -322,33 +322,6 @@ const TILE: usize = 12;
 /// Depthwise tasks wanted per conv, at least: blocks are shared out to reach it.
 const DW_TASKS: usize = 64;
 
-/// Spans per output row for `rows` (images × block pairs × output rows) of a regular conv, at
-/// least `spans` of a row `ow` pixels wide, so that the tasks share out evenly over `threads`.
-///
-/// Each of a task's tiles reads all of its blocks' weights whatever the span, so cutting a
-/// row into more spans costs only a task each, while tasks that do not divide by the threads
-/// leave one idle at the end: a 7 × 7 pointwise conv to 160 channels is 5 tasks of one row,
-/// 3 and 2 on two threads (0.83 of both), and 10 tasks of half a row share evenly. The first
-/// count from `spans` up (spans of at least one tile) whose tasks keep the threads 95% busy,
-/// else the busiest.
-fn balanced_spans(rows: usize, spans: usize, ow: usize, threads: usize) -> usize {
-    let busy = |s: usize| {
-        let tasks = rows * s;
-        tasks as f64 / (tasks.div_ceil(threads) * threads) as f64
-    };
-    let most = ow.div_ceil(TILE).max(spans);
-    let mut best = spans;
-    for s in spans..=most {
-        if busy(s) >= 0.95 {
-            return s;
-        }
-        if busy(s) > busy(best) + 1e-9 {
-            best = s;
-        }
-    }
-    best
-}
-
 impl BlockedConv {
     /// Fills `y` (`[N, Mb, OH, OW, 16]`) from the input `x`.
     fn compute(&self, g: &Geo, x: &[f32], z: Option<&[f32]>, y: &mut [f32]) -> Result<()> {
@@ -576,27 +549,5 @@ impl Job<'_> {
     fn y_at(&self, b: usize, ox: usize) -> usize {
         let g = self.g;
         (((self.img * g.mb + b) * g.o[0] + self.oy) * g.o[1] + ox) * BLOCK
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::balanced_spans;
-
-    /// Tasks per thread even where a row's spans alone leave a thread idle, never more spans
-    /// than tiles, and unchanged where the tasks already share out.
-    #[test]
-    fn spans_share_the_tasks_out_evenly() {
-        // 7 × 7 pointwise to 160 channels: 5 block pairs of one 49-pixel row.
-        assert_eq!(balanced_spans(5, 1, 49, 2), 2);
-        // 14 × 14 pointwise to 96 channels: 3 pairs, 3 spans of 66 pixels give 9 tasks.
-        assert_eq!(balanced_spans(3, 3, 196, 2), 4);
-        // Already even, or one thread.
-        assert_eq!(balanced_spans(56, 1, 56, 2), 1);
-        assert_eq!(balanced_spans(5, 1, 49, 1), 1);
-        // A row of one tile cannot be cut: 3 tasks stay 3.
-        assert_eq!(balanced_spans(3, 1, 12, 2), 1);
-        // No count reaches 95%: the busiest from the start (3 rows, 2 tiles: 6 tasks of 4 threads).
-        assert_eq!(balanced_spans(3, 1, 24, 4), 1);
     }
 }
