@@ -8,7 +8,8 @@
 Markers: `<!-- NAME_BEGIN -->` and `<!-- NAME_END -->`. Every generator of docs/performance.md
 writes its own section: scripts/perf-table the one of the CPU kind it runs on (KIND_AVX2 or
 KIND_AVX512), scripts/perf-corpus CORPUS, scripts/perf-tool-models TOOLS, scripts/perf-memory
-MEMORY; the other sections are written by hand from the issues' measurements.
+MEMORY, scripts/perf-kernels KERNELS; the other sections are written by hand from the issues'
+measurements.
 """
 
 import sys
