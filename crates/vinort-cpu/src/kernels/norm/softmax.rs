@@ -56,7 +56,8 @@ impl FloatKernel for Softmax {
         let kind = self.kind;
         if kind == Kind::Soft && inner == 1 && x.dtype() == DType::F32 {
             let xs = x.as_slice::<f32>()?;
-            let y = Tensor::build::<f32>(shape, |out| {
+            // Every element is written by its row: no zeroing first.
+            let y = Tensor::build_full::<f32>(shape, |out| {
                 for_rows(xs, n, out, n, |_, xr, yr| crate::vmath::softmax_row(xr, yr))
             });
             return Ok(smallvec::smallvec![y.into()]);
