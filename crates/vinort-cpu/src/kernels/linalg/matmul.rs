@@ -143,6 +143,7 @@ impl MatMulPlan {
     fn packed(&self, a: &[f32], b: &[f32], out: &mut [f32]) -> Option<Result<()>> {
         let (m, n, k) = (self.m, self.n, self.k);
         if m < PACKED_MIN_ROWS
+            || k.saturating_mul(n) > PACKED_MAX_B
             || n == 0
             || k == 0
             || out.is_empty()
@@ -235,6 +236,13 @@ struct MatMul {
 /// Products of two runtime values with fewer rows of A go to the GEMM crate: packing B on every
 /// call does not pay for so few rows. (Constant weights, packed once, take any number of rows.)
 const PACKED_MIN_ROWS: usize = 8;
+
+/// Elements of a runtime B above which packing it on every call costs more than it saves:
+/// past the L2 cache, packing streams B through memory twice before the product reads it
+/// again (`cargo bench --bench kernels` on a Zen 4: 128 × 768 × 3072 at 110 GFLOP/s packed,
+/// 182 through `gemm`; 1024³ 174 against 194; 512³, whose B is this size, 179 against 107).
+/// Attention's per-head `Kᵀ` and `V` are far below it.
+const PACKED_MAX_B: usize = 512 * 512;
 
 pub(crate) fn matmul_factory(info: &NodeInfo<'_>) -> Result<Box<dyn Kernel>> {
     fused_matmul_factory(info, Epilogue::default())
