@@ -34,10 +34,10 @@ pub(crate) enum Fun {
     HardSwish,
 }
 
-/// Gelu-20 with `approximate="none"`, in f32.
+/// Gelu-20 with `approximate="none"`, in f32 (`FMA` as in [`super::madd`]).
 #[inline(always)]
-pub(crate) fn gelu(v: f32) -> f32 {
-    0.5 * v * (1.0 + erf(v * std::f32::consts::FRAC_1_SQRT_2))
+pub(crate) fn gelu<const FMA: bool>(v: f32) -> f32 {
+    0.5 * v * (1.0 + erf::<FMA>(v * std::f32::consts::FRAC_1_SQRT_2))
 }
 
 #[inline(always)]
@@ -53,14 +53,14 @@ fn hard_swish(v: f32) -> f32 {
 #[cfg(test)]
 impl Fun {
     /// The function at one value, written once more as a plain match: the tests hold every
-    /// loop to it, bit for bit.
-    pub(crate) fn eval(self, v: f32) -> f32 {
+    /// loop to it, bit for bit (`FMA` as the loop was compiled).
+    pub(crate) fn eval<const FMA: bool>(self, v: f32) -> f32 {
         match self {
-            Fun::Exp => exp(v),
-            Fun::Tanh => tanh(v),
-            Fun::Sigmoid => sigmoid(v),
-            Fun::Erf => erf(v),
-            Fun::Gelu => gelu(v),
+            Fun::Exp => exp::<FMA>(v),
+            Fun::Tanh => tanh::<FMA>(v),
+            Fun::Sigmoid => sigmoid::<FMA>(v),
+            Fun::Erf => erf::<FMA>(v),
+            Fun::Gelu => gelu::<FMA>(v),
             Fun::Relu => relu(v),
             Fun::LeakyRelu(a) => {
                 if v < 0.0 {
@@ -80,17 +80,18 @@ impl Fun {
 }
 
 /// One loop per function: `$each!(f)` expands to a loop applying `f`, which is a function
-/// called by name (or a small closure), so it is inlined into the loop. The loops are `for`
+/// called by name (or a small closure), so it is inlined into the loop; `FMA` is the const
+/// parameter of the function the macro expands in. The loops are `for`
 /// loops, not `for_each`: an iterator's `fold` is a generic function of its own, which LLVM
 /// kept out of line (so compiled for the baseline SSE2, not the caller's AVX-512).
 macro_rules! loops {
     ($fun:expr, $each:ident) => {
         match $fun {
-            Fun::Exp => $each!(exp),
-            Fun::Tanh => $each!(tanh),
-            Fun::Sigmoid => $each!(sigmoid),
-            Fun::Erf => $each!(erf),
-            Fun::Gelu => $each!(gelu),
+            Fun::Exp => $each!(exp::<FMA>),
+            Fun::Tanh => $each!(tanh::<FMA>),
+            Fun::Sigmoid => $each!(sigmoid::<FMA>),
+            Fun::Erf => $each!(erf::<FMA>),
+            Fun::Gelu => $each!(gelu::<FMA>),
             Fun::Relu => $each!(relu),
             Fun::HardSwish => $each!(hard_swish),
             Fun::LeakyRelu(a) => $each!(|v: f32| if v < 0.0 { a * v } else { v }),
@@ -104,7 +105,7 @@ macro_rules! loops {
 }
 
 #[inline(always)]
-pub(super) fn into_portable(fun: Fun, x: &[f32], out: &mut [f32]) {
+pub(super) fn into_portable<const FMA: bool>(fun: Fun, x: &[f32], out: &mut [f32]) {
     macro_rules! each {
         ($f:expr) => {
             for (o, &v) in out.iter_mut().zip(x) {
@@ -116,7 +117,7 @@ pub(super) fn into_portable(fun: Fun, x: &[f32], out: &mut [f32]) {
 }
 
 #[inline(always)]
-pub(super) fn in_place_portable(fun: Fun, y: &mut [f32]) {
+pub(super) fn in_place_portable<const FMA: bool>(fun: Fun, y: &mut [f32]) {
     macro_rules! each {
         ($f:expr) => {
             for o in y.iter_mut() {
@@ -128,31 +129,31 @@ pub(super) fn in_place_portable(fun: Fun, y: &mut [f32]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,fma")]
 pub(super) fn into_avx512(fun: Fun, x: &[f32], out: &mut [f32]) {
-    into_portable(fun, x, out)
+    into_portable::<true>(fun, x, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 pub(super) fn into_avx2(fun: Fun, x: &[f32], out: &mut [f32]) {
-    into_portable(fun, x, out)
+    into_portable::<true>(fun, x, out)
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,fma")]
 pub(super) fn in_place_avx512(fun: Fun, y: &mut [f32]) {
-    in_place_portable(fun, y)
+    in_place_portable::<true>(fun, y)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 pub(super) fn in_place_avx2(fun: Fun, y: &mut [f32]) {
-    in_place_portable(fun, y)
+    in_place_portable::<true>(fun, y)
 }
 
-/// `out[i] = fun(x[i])`, compiled for AVX-512F, else AVX2+FMA, else portable (runtime
-/// dispatch); every path gives the same bits.
+/// `out[i] = fun(x[i])`, compiled for AVX-512F, else AVX2+FMA (both with fused multiply-adds,
+/// giving the same bits), else portable (runtime dispatch).
 ///
 /// # Panics
 /// If `x.len() != out.len()`.
@@ -169,7 +170,7 @@ pub(crate) fn apply_into(fun: Fun, x: &[f32], out: &mut [f32]) {
             return unsafe { into_avx2(fun, x, out) };
         }
     }
-    into_portable(fun, x, out)
+    into_portable::<false>(fun, x, out)
 }
 
 /// `y[i] = fun(y[i])`, dispatched like [`apply_into`].
@@ -185,5 +186,5 @@ pub(crate) fn apply_in_place(fun: Fun, y: &mut [f32]) {
             return unsafe { in_place_avx2(fun, y) };
         }
     }
-    in_place_portable(fun, y)
+    in_place_portable::<false>(fun, y)
 }

@@ -20,11 +20,14 @@
 //! `avx2,fma`, portable) and pick the best one at run time
 //! ([`crate::isa`]: detected once, capped by `VINORT_CPU_ISA`).
 //!
-//! No `mul_add` is used: without FMA hardware it becomes a slow libm call, and
-//! Rust never contracts `a * b + c` into an FMA on its own (not even inside a
-//! `#[target_feature(enable = "fma")]` function), so each function returns
-//! **bit-identical** results on every dispatch path (tested below; NaN
-//! payloads aside).
+//! Each function takes `const FMA: bool`. The AVX-512 and AVX2 loops pass `true`: every
+//! `a·b + c` of a polynomial step or a reduction is then one fused multiply-add ([`madd`]),
+//! half the instructions and one rounding instead of two (measured on a Zen 4 with AVX-512:
+//! Gelu 1.03 → 0.76 ns per element, exp 0.40 → 0.27–0.37). The portable loop passes `false`,
+//! a multiply and an add: `mul_add` without FMA hardware is a libm call, and Rust never
+//! contracts `a * b + c` on its own. So the two AVX paths return bit-identical results (tested
+//! below; NaN payloads aside) and the portable path may differ from them in the last bit;
+//! the accuracy below is measured for both forms.
 //!
 //! # Algorithms
 //!
@@ -68,6 +71,10 @@
 //! | `tanh`    | 1.31 ulp (1.4e-7 relative), just above the x = ±0.625 switch; `tanh(x) = x` for tiny `x` |
 //! | `sigmoid` | 2.48 ulp, 8.9e-8 abs for `x ≥ -87`; below, 2.9e-39 abs (0 instead of `e^x` once `exp(-x)` overflows, `x < -88.72`) |
 //!
+//! The fused forms (the AVX loops) measure the same or better on the same points: `exp`
+//! 0.96 ulp (0.87 on `[88, 89]`, 0.75 subnormal), `erf` 1.28 ulp / 7.6e-8 abs (0.96 ulp
+//! for `|x| < 1`), `tanh` 1.29 ulp, `sigmoid` 2.31 ulp.
+//!
 //! Special values: `exp(NaN) = NaN`, `exp(+inf) = +inf`, `exp(-inf) = +0`;
 //! `erf(±0) = ±0`, `erf(±inf) = ±1` (`±1` exactly from `|x| = 3.9192` on,
 //! where the true value rounds to 1); `tanh(±0) = ±0`, `tanh(±inf) = ±1`
@@ -75,6 +82,20 @@
 //! `sigmoid(-inf) = 0`; NaN in gives NaN out everywhere.
 
 use std::f32::consts::LOG2_E;
+
+/// `a·b + c`: one fused multiply-add (a single rounding) when `FMA`, for loops compiled with
+/// the FMA instructions; else a multiply and an add.
+#[inline(always)]
+pub(crate) fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if FMA { a.mul_add(b, c) } else { a * b + c }
+}
+
+/// The polynomial with coefficients `c` (highest degree first) at `x`, by Horner's rule with
+/// [`madd`].
+#[inline(always)]
+fn horner<const FMA: bool>(x: f32, c: &[f32]) -> f32 {
+    c[1..].iter().fold(c[0], |acc, &k| madd::<FMA>(acc, x, k))
+}
 
 // ---------------------------------------------------------------------------
 // exp
@@ -104,16 +125,16 @@ const E6: f32 = 0.001_381_314_5;
 /// true value rounds to infinity, underflows gradually through the
 /// subnormals to `+0`; `exp(±0) = 1`, `exp(-inf) = 0`, NaN gives NaN.
 #[inline(always)]
-pub(crate) fn exp(x: f32) -> f32 {
+pub(crate) fn exp<const FMA: bool>(x: f32) -> f32 {
     // `clamp` is two compare+selects and keeps NaN.
     let x = x.clamp(EXP_MIN_ARG, EXP_MAX_ARG);
     // n = round(x / ln2), both as a float and (below) as an integer.
-    let t = x * LOG2_E + ROUND_MAGIC;
+    let t = madd::<FMA>(x, LOG2_E, ROUND_MAGIC);
     let n = t - ROUND_MAGIC;
-    // Cody–Waite: the first subtraction is exact.
-    let r = (x - n * LN2_HI) - n * LN2_LO;
-    let q = (((E6 * r + E5) * r + E4) * r + E3) * r + E2;
-    let p = (r * r * q + r) + 1.0;
+    // Cody–Waite: the first subtraction is exact (fused or not).
+    let r = madd::<FMA>(-n, LN2_LO, madd::<FMA>(-n, LN2_HI, x));
+    let q = horner::<FMA>(r, &[E6, E5, E4, E3, E2]);
+    let p = madd::<FMA>(r * r, q, r) + 1.0;
     // The integer n sits in the low mantissa bits of t. Wrapping ops keep
     // debug builds from panicking on the NaN bit pattern (p is NaN then
     // anyway, so the scale value does not matter).
@@ -157,20 +178,20 @@ const ERF_CLAMP: f32 = 4.0;
 /// measured, max relative error 9.3e-8 for `|x| < 1` (normal results);
 /// `erf(±0) = ±0`, `erf(±inf) = ±1`, NaN gives NaN.
 #[inline(always)]
-pub(crate) fn erf(x: f32) -> f32 {
+pub(crate) fn erf<const FMA: bool>(x: f32) -> f32 {
     // Both branches work on |x|; erf is odd, so the sign is put back at the
     // end with `copysign` (which also turns erf(-0) into -0).
     let a = x.abs();
     // |x| < 1: odd polynomial.
     let s = a * a;
-    let q = (((((ERF_Q6 * s + ERF_Q5) * s + ERF_Q4) * s + ERF_Q3) * s + ERF_Q2) * s + ERF_Q1) * s + ERF_Q0;
-    let small = a + a * q;
+    let q = horner::<FMA>(s, &[ERF_Q6, ERF_Q5, ERF_Q4, ERF_Q3, ERF_Q2, ERF_Q1, ERF_Q0]);
+    let small = madd::<FMA>(a, q, a);
     // |x| ≥ 1: 1 - erfc(|x|). `min` maps NaN to 4, but NaN selects `small`
     // below, which is NaN.
     let b = a.min(ERF_CLAMP);
     let t = 1.0 / (1.0 + 0.5 * b);
-    let r = (((((ERFC_R6 * t + ERFC_R5) * t + ERFC_R4) * t + ERFC_R3) * t + ERFC_R2) * t + ERFC_R1) * t + ERFC_R0;
-    let large = 1.0 - exp(-(b * b)) * r;
+    let r = horner::<FMA>(t, &[ERFC_R6, ERFC_R5, ERFC_R4, ERFC_R3, ERFC_R2, ERFC_R1, ERFC_R0]);
+    let large = madd::<FMA>(-exp::<FMA>(-(b * b)), r, 1.0);
     // Written as `a >= 1` so that NaN (comparison false) takes `small`.
     let y = if a >= 1.0 { large } else { small };
     y.copysign(x)
@@ -193,15 +214,15 @@ const TANH_SMALL: f32 = 0.625;
 /// `|x|`, where it returns `x`); exactly `±1` from `|x| = 9.0109` on,
 /// `tanh(±0) = ±0`, NaN gives NaN.
 #[inline(always)]
-pub(crate) fn tanh(x: f32) -> f32 {
+pub(crate) fn tanh<const FMA: bool>(x: f32) -> f32 {
     // Both branches work on |x|; tanh is odd, so the sign is put back at the
     // end with `copysign` (which also turns tanh(-0) into -0).
     let a = x.abs();
     let s = a * a;
-    let p = (((TANH_P5 * s + TANH_P4) * s + TANH_P3) * s + TANH_P2) * s + TANH_P1;
-    let small = a + a * s * p;
+    let p = horner::<FMA>(s, &[TANH_P5, TANH_P4, TANH_P3, TANH_P2, TANH_P1]);
+    let small = madd::<FMA>(a * s, p, a);
     // exp(2|x|) = +inf for |x| > 44.4 gives 2/inf = 0 and exactly 1.
-    let e = exp(a + a);
+    let e = exp::<FMA>(a + a);
     let large = 1.0 - 2.0 / (e + 1.0);
     // NaN fails the comparison and takes `large`, which is NaN (exp(NaN)).
     let y = if a < TANH_SMALL { small } else { large };
@@ -216,8 +237,8 @@ pub(crate) fn tanh(x: f32) -> f32 {
 /// Large positive `x` gives 1, large negative `x` gives 0 (via
 /// `1/inf`), never NaN for non-NaN input.
 #[inline(always)]
-pub(crate) fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + exp(-x))
+pub(crate) fn sigmoid<const FMA: bool>(x: f32) -> f32 {
+    1.0 / (1.0 + exp::<FMA>(-x))
 }
 
 // ---------------------------------------------------------------------------

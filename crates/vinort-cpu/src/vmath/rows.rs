@@ -1,5 +1,5 @@
 //! Row reductions over f32 with the vectorized [`exp`]: softmax, compiled per instruction set
-//! like the element loops in [`super::fun`].
+//! like the element loops in [`super::fun`] (fused multiply-adds on the AVX paths).
 //!
 //! Sums and maxima run in 16 independent lanes (then combined), which is what lets LLVM keep
 //! them in one vector register: a single running f32 sum is a serial dependency it may not
@@ -29,21 +29,21 @@ fn max(x: &[f32]) -> f32 {
 
 /// `y = exp(x − max x) / Σ exp(x − max x)`.
 #[inline(always)]
-fn softmax_portable(x: &[f32], y: &mut [f32]) {
+fn softmax_portable<const FMA: bool>(x: &[f32], y: &mut [f32]) {
     let m = max(x);
     let mut lanes = [0.0f32; L];
     let mut xs = x.chunks_exact(L);
     let mut ys = y.chunks_exact_mut(L);
     for (xc, yc) in (&mut xs).zip(&mut ys) {
         for ((o, &v), s) in yc.iter_mut().zip(xc).zip(lanes.iter_mut()) {
-            let e = exp(v - m);
+            let e = exp::<FMA>(v - m);
             *o = e;
             *s += e;
         }
     }
     let mut s = 0.0;
     for (o, &v) in ys.into_remainder().iter_mut().zip(xs.remainder()) {
-        let e = exp(v - m);
+        let e = exp::<FMA>(v - m);
         *o = e;
         s += e;
     }
@@ -55,15 +55,15 @@ fn softmax_portable(x: &[f32], y: &mut [f32]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,fma")]
 fn softmax_avx512(x: &[f32], y: &mut [f32]) {
-    softmax_portable(x, y)
+    softmax_portable::<true>(x, y)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 fn softmax_avx2(x: &[f32], y: &mut [f32]) {
-    softmax_portable(x, y)
+    softmax_portable::<true>(x, y)
 }
 
 /// Softmax of one row (`x` and `y` of one length): the row maximum is subtracted before
@@ -84,7 +84,7 @@ pub(crate) fn softmax_row(x: &[f32], y: &mut [f32]) {
             return unsafe { softmax_avx2(x, y) };
         }
     }
-    softmax_portable(x, y)
+    softmax_portable::<false>(x, y)
 }
 
 #[cfg(test)]

@@ -186,8 +186,13 @@ fn same(a: f32, b: f32) -> bool {
 
 #[test]
 fn exp_accuracy() {
+    exp_accuracy_with::<false>();
+    exp_accuracy_with::<true>();
+}
+
+fn exp_accuracy_with<const FMA: bool>() {
     let mut st = Stats::default();
-    let mut check = |x: f32| st.add(x, exp(x), (x as f64).exp());
+    let mut check = |x: f32| st.add(x, exp::<FMA>(x), (x as f64).exp());
     grid(-87.0, 88.0, 1e-4, &mut check);
     random(-87.0, 88.0, 4_000_000, &mut check);
     bit_patterns(-87.0, 88.0, 31, &mut check);
@@ -199,11 +204,16 @@ fn exp_accuracy() {
 /// units of the subnormal spacing 2^-149, and monotonicity.
 #[test]
 fn exp_subnormal_and_overflow_ranges() {
+    exp_subnormal_and_overflow_ranges_with::<false>();
+    exp_subnormal_and_overflow_ranges_with::<true>();
+}
+
+fn exp_subnormal_and_overflow_ranges_with<const FMA: bool>() {
     let mut st = Stats::default();
     let mut prev = 0.0f32;
     let mut x = -104.0f32;
     while x <= -87.0 {
-        let y = exp(x);
+        let y = exp::<FMA>(x);
         st.add(x, y, (x as f64).exp());
         assert!(y >= prev, "exp not monotone at {x}: {y} < {prev}");
         prev = y;
@@ -215,36 +225,41 @@ fn exp_subnormal_and_overflow_ranges() {
     let mut st = Stats::default();
     let mut x = 88.0f32;
     while x <= 89.0 {
-        st.add(x, exp(x), (x as f64).exp());
+        st.add(x, exp::<FMA>(x), (x as f64).exp());
         x = f32::from_bits(x.to_bits() + 1);
     }
     st.report("exp on [88, 89] (all f32)");
     assert!(st.ulp.0 <= 2.0, "exp: {} ulp at {}", st.ulp.0, st.ulp.1);
-    // exp(x) is finite up to ln(f32::MAX) = 88.72283906 and +inf after.
+    // exp::<FMA>(x) is finite up to ln(f32::MAX) = 88.72283906 and +inf after.
     // e^x rounds to +inf from x = 128·ln2 + ln(1 - 2^-25) = 88.72283908
     // on: the f32 just below it is 0x42B17217 = 88.722832.
-    assert!(exp(f32::from_bits(0x42B1_7217)).is_finite());
-    assert_eq!(exp(f32::from_bits(0x42B1_7218)), f32::INFINITY);
+    assert!(exp::<FMA>(f32::from_bits(0x42B1_7217)).is_finite());
+    assert_eq!(exp::<FMA>(f32::from_bits(0x42B1_7218)), f32::INFINITY);
     // e^x rounds to 0 below x = -150·ln2 = -103.9720771: the f32s either
     // side are 0xC2CFF1B4 = -103.972076 and 0xC2CFF1B5 = -103.972084.
-    assert_eq!(exp(f32::from_bits(0xC2CF_F1B4)), f32::from_bits(1));
-    assert_eq!(exp(f32::from_bits(0xC2CF_F1B5)).to_bits(), 0);
+    assert_eq!(exp::<FMA>(f32::from_bits(0xC2CF_F1B4)), f32::from_bits(1));
+    assert_eq!(exp::<FMA>(f32::from_bits(0xC2CF_F1B5)).to_bits(), 0);
 }
 
 #[test]
 fn exp_special_values() {
-    assert!(exp(f32::NAN).is_nan());
-    assert!(exp(-f32::NAN).is_nan());
-    assert_eq!(exp(f32::INFINITY), f32::INFINITY);
-    assert_eq!(exp(f32::NEG_INFINITY).to_bits(), 0);
-    assert_eq!(exp(f32::MAX), f32::INFINITY);
-    assert_eq!(exp(f32::MIN).to_bits(), 0);
-    assert_eq!(exp(0.0), 1.0);
-    assert_eq!(exp(-0.0), 1.0);
-    assert_eq!(exp(f32::from_bits(1)), 1.0);
-    assert_eq!(exp(-f32::from_bits(1)), 1.0);
-    assert_eq!(exp(f32::MIN_POSITIVE), 1.0);
-    assert_eq!(exp(1.0), std::f32::consts::E);
+    exp_special_values_with::<false>();
+    exp_special_values_with::<true>();
+}
+
+fn exp_special_values_with<const FMA: bool>() {
+    assert!(exp::<FMA>(f32::NAN).is_nan());
+    assert!(exp::<FMA>(-f32::NAN).is_nan());
+    assert_eq!(exp::<FMA>(f32::INFINITY), f32::INFINITY);
+    assert_eq!(exp::<FMA>(f32::NEG_INFINITY).to_bits(), 0);
+    assert_eq!(exp::<FMA>(f32::MAX), f32::INFINITY);
+    assert_eq!(exp::<FMA>(f32::MIN).to_bits(), 0);
+    assert_eq!(exp::<FMA>(0.0), 1.0);
+    assert_eq!(exp::<FMA>(-0.0), 1.0);
+    assert_eq!(exp::<FMA>(f32::from_bits(1)), 1.0);
+    assert_eq!(exp::<FMA>(-f32::from_bits(1)), 1.0);
+    assert_eq!(exp::<FMA>(f32::MIN_POSITIVE), 1.0);
+    assert_eq!(exp::<FMA>(1.0), std::f32::consts::E);
 }
 
 // ---------------------------------------------------------------------
@@ -280,10 +295,15 @@ fn erf_reference_is_sound() {
 
 #[test]
 fn erf_accuracy() {
+    erf_accuracy_with::<false>();
+    erf_accuracy_with::<true>();
+}
+
+fn erf_accuracy_with<const FMA: bool>() {
     let mut all = Stats::default();
     let mut inner = Stats::default();
     let mut check = |x: f32| {
-        let (got, want) = (erf(x), erf_ref(x as f64));
+        let (got, want) = (erf::<FMA>(x), erf_ref(x as f64));
         all.add(x, got, want);
         if x.abs() < 1.0 {
             inner.add(x, got, want);
@@ -301,26 +321,31 @@ fn erf_accuracy() {
 
 #[test]
 fn erf_special_values() {
-    assert_eq!(erf(0.0).to_bits(), 0.0f32.to_bits());
-    assert_eq!(erf(-0.0).to_bits(), (-0.0f32).to_bits());
-    assert!(erf(f32::NAN).is_nan());
-    assert!(erf(-f32::NAN).is_nan());
-    assert_eq!(erf(f32::INFINITY), 1.0);
-    assert_eq!(erf(f32::NEG_INFINITY), -1.0);
-    assert_eq!(erf(f32::MAX), 1.0);
-    assert_eq!(erf(f32::MIN), -1.0);
-    assert_eq!(erf(4.0), 1.0);
-    assert_eq!(erf(1e30), 1.0);
+    erf_special_values_with::<false>();
+    erf_special_values_with::<true>();
+}
+
+fn erf_special_values_with<const FMA: bool>() {
+    assert_eq!(erf::<FMA>(0.0).to_bits(), 0.0f32.to_bits());
+    assert_eq!(erf::<FMA>(-0.0).to_bits(), (-0.0f32).to_bits());
+    assert!(erf::<FMA>(f32::NAN).is_nan());
+    assert!(erf::<FMA>(-f32::NAN).is_nan());
+    assert_eq!(erf::<FMA>(f32::INFINITY), 1.0);
+    assert_eq!(erf::<FMA>(f32::NEG_INFINITY), -1.0);
+    assert_eq!(erf::<FMA>(f32::MAX), 1.0);
+    assert_eq!(erf::<FMA>(f32::MIN), -1.0);
+    assert_eq!(erf::<FMA>(4.0), 1.0);
+    assert_eq!(erf::<FMA>(1e30), 1.0);
     bit_patterns(3.92, 1e6, 7, |x| {
-        assert_eq!(erf(x), 1.0, "erf({x})");
-        assert_eq!(erf(-x), -1.0, "erf({})", -x);
+        assert_eq!(erf::<FMA>(x), 1.0, "erf::<FMA>({x})");
+        assert_eq!(erf::<FMA>(-x), -1.0, "erf::<FMA>({})", -x);
     });
-    // Subnormal and tiny inputs: erf(x) ≈ 2/√π·x, sign kept.
+    // Subnormal and tiny inputs: erf::<FMA>(x) ≈ 2/√π·x, sign kept.
     for bits in [1u32, 2, 3, 1000, 0x007F_FFFF, 0x0080_0000, 0x1000_0000] {
         let x = f32::from_bits(bits);
-        assert!(ulp_err(erf(x), erf_ref(x as f64)) <= 1.0, "erf({x:e})");
-        assert_eq!(erf(-x), -erf(x));
-        assert!(erf(x) > 0.0);
+        assert!(ulp_err(erf::<FMA>(x), erf_ref(x as f64)) <= 1.0, "erf::<FMA>({x:e})");
+        assert_eq!(erf::<FMA>(-x), -erf::<FMA>(x));
+        assert!(erf::<FMA>(x) > 0.0);
     }
 }
 
@@ -330,8 +355,13 @@ fn erf_special_values() {
 
 #[test]
 fn tanh_accuracy() {
+    tanh_accuracy_with::<false>();
+    tanh_accuracy_with::<true>();
+}
+
+fn tanh_accuracy_with<const FMA: bool>() {
     let mut st = Stats::default();
-    let mut check = |x: f32| st.add(x, tanh(x), (x as f64).tanh());
+    let mut check = |x: f32| st.add(x, tanh::<FMA>(x), (x as f64).tanh());
     grid(-10.0, 10.0, 1e-4, &mut check);
     grid(-1.0, 1.0, 1e-6, &mut check);
     random(-10.0, 10.0, 4_000_000, &mut check);
@@ -342,27 +372,32 @@ fn tanh_accuracy() {
 
 #[test]
 fn tanh_special_values() {
-    assert_eq!(tanh(0.0).to_bits(), 0.0f32.to_bits());
-    assert_eq!(tanh(-0.0).to_bits(), (-0.0f32).to_bits());
-    assert!(tanh(f32::NAN).is_nan());
-    assert!(tanh(-f32::NAN).is_nan());
-    assert_eq!(tanh(f32::INFINITY), 1.0);
-    assert_eq!(tanh(f32::NEG_INFINITY), -1.0);
-    assert_eq!(tanh(f32::MAX), 1.0);
-    assert_eq!(tanh(f32::MIN), -1.0);
-    assert_eq!(tanh(9.1), 1.0);
-    assert_eq!(tanh(-9.1), -1.0);
-    assert_eq!(tanh(50.0), 1.0);
+    tanh_special_values_with::<false>();
+    tanh_special_values_with::<true>();
+}
+
+fn tanh_special_values_with<const FMA: bool>() {
+    assert_eq!(tanh::<FMA>(0.0).to_bits(), 0.0f32.to_bits());
+    assert_eq!(tanh::<FMA>(-0.0).to_bits(), (-0.0f32).to_bits());
+    assert!(tanh::<FMA>(f32::NAN).is_nan());
+    assert!(tanh::<FMA>(-f32::NAN).is_nan());
+    assert_eq!(tanh::<FMA>(f32::INFINITY), 1.0);
+    assert_eq!(tanh::<FMA>(f32::NEG_INFINITY), -1.0);
+    assert_eq!(tanh::<FMA>(f32::MAX), 1.0);
+    assert_eq!(tanh::<FMA>(f32::MIN), -1.0);
+    assert_eq!(tanh::<FMA>(9.1), 1.0);
+    assert_eq!(tanh::<FMA>(-9.1), -1.0);
+    assert_eq!(tanh::<FMA>(50.0), 1.0);
     // Saturated, without NaN, through exp's overflow to +inf (x > 44.4).
     bit_patterns(9.02, 1e6, 7, |x| {
-        assert_eq!(tanh(x), 1.0, "tanh({x})");
-        assert_eq!(tanh(-x), -1.0, "tanh({})", -x);
+        assert_eq!(tanh::<FMA>(x), 1.0, "tanh::<FMA>({x})");
+        assert_eq!(tanh::<FMA>(-x), -1.0, "tanh::<FMA>({})", -x);
     });
-    // Subnormal and tiny inputs: tanh(x) = x in f32.
+    // Subnormal and tiny inputs: tanh::<FMA>(x) = x in f32.
     for bits in [1u32, 2, 1000, 0x007F_FFFF, 0x0080_0000, 0x3000_0000] {
         let x = f32::from_bits(bits);
-        assert_eq!(tanh(x), x);
-        assert_eq!(tanh(-x), -x);
+        assert_eq!(tanh::<FMA>(x), x);
+        assert_eq!(tanh::<FMA>(-x), -x);
     }
 }
 
@@ -372,12 +407,17 @@ fn tanh_special_values() {
 
 #[test]
 fn sigmoid_accuracy() {
+    sigmoid_accuracy_with::<false>();
+    sigmoid_accuracy_with::<true>();
+}
+
+fn sigmoid_accuracy_with<const FMA: bool>() {
     let reference = |x: f32| 1.0 / (1.0 + (-(x as f64)).exp());
     let mut normal = Stats::default();
     let mut tiny = Stats::default();
     let mut check = |x: f32| {
-        let (got, want) = (sigmoid(x), reference(x));
-        assert_eq!(got.to_bits(), (1.0 / (1.0 + exp(-x))).to_bits());
+        let (got, want) = (sigmoid::<FMA>(x), reference(x));
+        assert_eq!(got.to_bits(), (1.0 / (1.0 + exp::<FMA>(-x))).to_bits());
         if x >= -87.0 {
             normal.add(x, got, want);
         } else {
@@ -389,7 +429,7 @@ fn sigmoid_accuracy() {
     random(-20.0, 20.0, 4_000_000, &mut check);
     bit_patterns(f32::MIN, f32::MAX, 61, &mut check);
     normal.report("sigmoid for x >= -87");
-    // Below -88.72 exp(-x) overflows and sigmoid is 0 instead of e^x.
+    // Below -88.72 exp::<FMA>(-x) overflows and sigmoid is 0 instead of e^x.
     tiny.report("sigmoid for x < -87");
     assert!(normal.ulp.0 <= 3.0, "sigmoid: {} ulp at {}", normal.ulp.0, normal.ulp.1);
     assert!(tiny.abs.0 <= 3e-39, "sigmoid: abs error {} at {}", tiny.abs.0, tiny.abs.1);
@@ -397,76 +437,110 @@ fn sigmoid_accuracy() {
 
 #[test]
 fn sigmoid_special_values() {
-    assert_eq!(sigmoid(0.0), 0.5);
-    assert_eq!(sigmoid(-0.0), 0.5);
-    assert!(sigmoid(f32::NAN).is_nan());
-    assert_eq!(sigmoid(f32::INFINITY), 1.0);
-    assert_eq!(sigmoid(f32::NEG_INFINITY), 0.0);
-    assert_eq!(sigmoid(f32::MAX), 1.0);
-    assert_eq!(sigmoid(f32::MIN), 0.0);
-    assert_eq!(sigmoid(100.0), 1.0);
-    assert_eq!(sigmoid(-100.0), 0.0);
+    sigmoid_special_values_with::<false>();
+    sigmoid_special_values_with::<true>();
+}
+
+fn sigmoid_special_values_with<const FMA: bool>() {
+    assert_eq!(sigmoid::<FMA>(0.0), 0.5);
+    assert_eq!(sigmoid::<FMA>(-0.0), 0.5);
+    assert!(sigmoid::<FMA>(f32::NAN).is_nan());
+    assert_eq!(sigmoid::<FMA>(f32::INFINITY), 1.0);
+    assert_eq!(sigmoid::<FMA>(f32::NEG_INFINITY), 0.0);
+    assert_eq!(sigmoid::<FMA>(f32::MAX), 1.0);
+    assert_eq!(sigmoid::<FMA>(f32::MIN), 0.0);
+    assert_eq!(sigmoid::<FMA>(100.0), 1.0);
+    assert_eq!(sigmoid::<FMA>(-100.0), 0.0);
 }
 
 // ---------------------------------------------------------------------
 // Properties (proptest)
 // ---------------------------------------------------------------------
 
+/// The properties the proptests below check, for one form of the functions.
+fn exp_props<const FMA: bool>(x: f32) -> Result<(), TestCaseError> {
+    let y = exp::<FMA>(x);
+    prop_assert!(y >= 0.0 || x.is_nan());
+    prop_assert_eq!(y.is_nan(), x.is_nan());
+    let up = f32::from_bits(x.to_bits().wrapping_add(if x >= 0.0 { 1 } else { u32::MAX }));
+    if x.is_finite() && x < 88.0 && x > -104.5 {
+        prop_assert!(exp::<FMA>(up) >= y || exp::<FMA>(up) >= y * (1.0 - 3e-7));
+    }
+    if (-87.0..88.0).contains(&x) {
+        prop_assert!(ulp_err(y, (x as f64).exp()) <= 2.0);
+    }
+    Ok(())
+}
+
+fn erf_props<const FMA: bool>(x: f32) -> Result<(), TestCaseError> {
+    let y = erf::<FMA>(x);
+    prop_assert_eq!(y.is_nan(), x.is_nan());
+    if !x.is_nan() {
+        prop_assert!(y.abs() <= 1.0);
+        prop_assert_eq!(erf::<FMA>(-x).to_bits(), (-y).to_bits());
+        prop_assert!((y as f64 - erf_ref(x as f64)).abs() <= 2e-7);
+    }
+    Ok(())
+}
+
+fn tanh_props<const FMA: bool>(x: f32) -> Result<(), TestCaseError> {
+    let y = tanh::<FMA>(x);
+    prop_assert_eq!(y.is_nan(), x.is_nan());
+    if !x.is_nan() {
+        prop_assert!(y.abs() <= 1.0);
+        prop_assert_eq!(tanh::<FMA>(-x).to_bits(), (-y).to_bits());
+        prop_assert!(ulp_err(y, (x as f64).tanh()) <= 4.0);
+    }
+    Ok(())
+}
+
+fn sigmoid_props<const FMA: bool>(x: f32) -> Result<(), TestCaseError> {
+    let y = sigmoid::<FMA>(x);
+    prop_assert_eq!(y.to_bits(), (1.0 / (1.0 + exp::<FMA>(-x))).to_bits());
+    prop_assert_eq!(y.is_nan(), x.is_nan());
+    if !x.is_nan() {
+        prop_assert!((0.0..=1.0).contains(&y));
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(if cfg!(debug_assertions) { 1_000 } else { 20_000 }))]
 
     #[test]
     fn prop_exp_ulp(x in -87.0f32..88.0) {
-        prop_assert!(ulp_err(exp(x), (x as f64).exp()) <= 2.0);
+        exp_props::<false>(x)?;
+        exp_props::<true>(x)?;
     }
 
     #[test]
     fn prop_exp_nonnegative_and_monotone(x in proptest::num::f32::ANY) {
-        let y = exp(x);
-        prop_assert!(y >= 0.0 || x.is_nan());
-        prop_assert_eq!(y.is_nan(), x.is_nan());
-        let up = f32::from_bits(x.to_bits().wrapping_add(if x >= 0.0 { 1 } else { u32::MAX }));
-        if x.is_finite() && x < 88.0 && x > -104.5 {
-            prop_assert!(exp(up) >= y || exp(up) >= y * (1.0 - 3e-7));
-        }
+        exp_props::<false>(x)?;
+        exp_props::<true>(x)?;
     }
 
     #[test]
     fn prop_erf(x in proptest::num::f32::ANY) {
-        let y = erf(x);
-        prop_assert_eq!(y.is_nan(), x.is_nan());
-        if !x.is_nan() {
-            prop_assert!(y.abs() <= 1.0);
-            prop_assert_eq!(erf(-x).to_bits(), (-y).to_bits());
-            prop_assert!((y as f64 - erf_ref(x as f64)).abs() <= 2e-7);
-        }
+        erf_props::<false>(x)?;
+        erf_props::<true>(x)?;
     }
 
     #[test]
     fn prop_tanh(x in proptest::num::f32::ANY) {
-        let y = tanh(x);
-        prop_assert_eq!(y.is_nan(), x.is_nan());
-        if !x.is_nan() {
-            prop_assert!(y.abs() <= 1.0);
-            prop_assert_eq!(tanh(-x).to_bits(), (-y).to_bits());
-            prop_assert!(ulp_err(y, (x as f64).tanh()) <= 4.0);
-        }
+        tanh_props::<false>(x)?;
+        tanh_props::<true>(x)?;
     }
 
     #[test]
     fn prop_sigmoid(x in proptest::num::f32::ANY) {
-        let y = sigmoid(x);
-        prop_assert_eq!(y.to_bits(), (1.0 / (1.0 + exp(-x))).to_bits());
-        prop_assert_eq!(y.is_nan(), x.is_nan());
-        if !x.is_nan() {
-            prop_assert!((0.0..=1.0).contains(&y));
-        }
+        sigmoid_props::<false>(x)?;
+        sigmoid_props::<true>(x)?;
     }
 
 }
 
 // ---------------------------------------------------------------------
-// Dispatch: every code path gives the same bits
+// Dispatch: every code path gives the bits of its scalar form
 // ---------------------------------------------------------------------
 
 /// Inputs: a grid over [-120, 120], random bit patterns and special
@@ -494,32 +568,39 @@ fn dispatch_inputs() -> Vec<f32> {
     v
 }
 
+/// Whether the dispatched loops run a path with fused multiply-adds.
+fn dispatched_fma() -> bool {
+    cfg!(target_arch = "x86_64") && (crate::isa::avx512() || crate::isa::avx2())
+}
+
 fn check_all_paths(name: &str, f: Fun) {
     use super::fun::*;
     let xs = dispatch_inputs();
-    let scalar: Vec<f32> = xs.iter().map(|&x| f.eval(x)).collect();
-    let mut paths: Vec<(&str, Vec<f32>)> = Vec::new();
+    let unfused: Vec<f32> = xs.iter().map(|&x| f.eval::<false>(x)).collect();
+    let fused: Vec<f32> = xs.iter().map(|&x| f.eval::<true>(x)).collect();
+    let dispatched = if dispatched_fma() { &fused } else { &unfused };
+    let mut paths: Vec<(&str, Vec<f32>, &Vec<f32>)> = Vec::new();
 
     let mut y = xs.clone();
     apply_in_place(f, &mut y);
-    paths.push(("apply_in_place (dispatched)", y));
+    paths.push(("apply_in_place (dispatched)", y, dispatched));
     let mut y = vec![0.0; xs.len()];
     apply_into(f, &xs, &mut y);
-    paths.push(("apply_into (dispatched)", y));
+    paths.push(("apply_into (dispatched)", y, dispatched));
     let mut y = xs.clone();
-    in_place_portable(f, &mut y);
-    paths.push(("portable", y));
+    in_place_portable::<false>(f, &mut y);
+    paths.push(("portable", y, &unfused));
     #[cfg(target_arch = "x86_64")]
     {
         if crate::isa::avx512() {
             let mut y = xs.clone();
             // SAFETY: AVX-512F support was checked just above.
             unsafe { in_place_avx512(f, &mut y) };
-            paths.push(("avx512f in place", y));
+            paths.push(("avx512f in place", y, &fused));
             let mut y = vec![0.0; xs.len()];
             // SAFETY: AVX-512F support was checked just above.
             unsafe { into_avx512(f, &xs, &mut y) };
-            paths.push(("avx512f into", y));
+            paths.push(("avx512f into", y, &fused));
         } else {
             println!("{name}: AVX-512F not available, path not tested");
         }
@@ -527,21 +608,21 @@ fn check_all_paths(name: &str, f: Fun) {
             let mut y = xs.clone();
             // SAFETY: AVX2 and FMA support were checked just above.
             unsafe { in_place_avx2(f, &mut y) };
-            paths.push(("avx2+fma in place", y));
+            paths.push(("avx2+fma in place", y, &fused));
             let mut y = vec![0.0; xs.len()];
             // SAFETY: AVX2 and FMA support were checked just above.
             unsafe { into_avx2(f, &xs, &mut y) };
-            paths.push(("avx2+fma into", y));
+            paths.push(("avx2+fma into", y, &fused));
         } else {
             println!("{name}: AVX2+FMA not available, path not tested");
         }
     }
-    for (path, ys) in &paths {
-        for ((&x, &s), &y) in xs.iter().zip(&scalar).zip(ys) {
+    for (path, ys, scalar) in &paths {
+        for ((&x, &s), &y) in xs.iter().zip(scalar.iter()).zip(ys) {
             assert!(same(s, y), "{name} via {path}: f({x:e}) = {y:e}, scalar {s:e}");
         }
     }
-    println!("{name}: {} inputs bit-identical on {} paths", xs.len(), paths.len());
+    println!("{name}: {} inputs bit-identical to the scalar form on {} paths", xs.len(), paths.len());
 }
 
 #[test]
@@ -573,8 +654,16 @@ proptest! {
         apply_into(fun, &xs, &mut out);
         let mut inplace = xs.clone();
         apply_in_place(fun, &mut inplace);
-        let scalar: Vec<f32> = xs.iter().map(|v| fun.eval(*v)).collect();
-        let reference = [exp, tanh, sigmoid, erf, gelu];
+        let scalar: Vec<f32> = if dispatched_fma() {
+            xs.iter().map(|v| fun.eval::<true>(*v)).collect()
+        } else {
+            xs.iter().map(|v| fun.eval::<false>(*v)).collect()
+        };
+        let reference: [fn(f32) -> f32; 5] = if dispatched_fma() {
+            [exp::<true>, tanh::<true>, sigmoid::<true>, erf::<true>, gelu::<true>]
+        } else {
+            [exp::<false>, tanh::<false>, sigmoid::<false>, erf::<false>, gelu::<false>]
+        };
         for (i, x) in xs.iter().enumerate() {
             let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
             prop_assert!(same(out[i], scalar[i]) && same(inplace[i], scalar[i]), "{fun:?}({x}): {} {} {}", out[i], inplace[i], scalar[i]);
