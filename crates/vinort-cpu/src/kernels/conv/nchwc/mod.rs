@@ -50,7 +50,7 @@ pub(crate) use tiles::{NO_CLAMP, Out, RegularTile, regular_tile_dispatch};
 
 use reorder::{ReorderInput, ReorderOutput};
 use tiles::depthwise_tile_dispatch;
-use windows::{RowWindows, balanced_spans};
+use windows::{RowWindows, TaskOrder, balanced_spans};
 
 use crate::kernel::{Kernel, NodeInfo, tensor_in};
 use crate::kernels::epilogue::Epilogue;
@@ -348,12 +348,16 @@ impl BlockedConv {
             spans = balanced_spans(g.n * groups * oh, spans, ow, rayon::current_num_threads());
         }
         let span = ow.div_ceil(spans.max(1));
-        let tasks = g.n * groups * oh * spans;
+        // A depthwise group's weights are a few KB but its input is its own: all rows of a
+        // group in a row, so adjacent rows share their input rows.
+        let group_bytes = if self.depthwise { usize::MAX } else { 2 * taps * self.cin * BLOCK * 4 };
+        let order = TaskOrder::new(groups, g.n * oh * spans, group_bytes);
+        let tasks = order.len();
         let out = Out(y.as_mut_ptr());
         let task = |t: usize| {
-            let (rest, sp) = (t / spans, t % spans);
-            let (rest, oy) = (rest / oh, rest % oh);
-            let (img, grp) = (rest / groups, rest % groups);
+            let (grp, rest) = order.at(t);
+            let (rest, sp) = (rest / spans, rest % spans);
+            let (img, oy) = (rest / oh, rest % oh);
             let (ox0, ox1) = (sp * span, ((sp + 1) * span).min(ow));
             let job = Job { g: &g, x, z, img, oy, ox0, ox1, out };
             if self.depthwise {

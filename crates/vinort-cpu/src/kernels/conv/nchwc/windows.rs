@@ -104,9 +104,87 @@ pub(super) fn balanced_spans(rows: usize, spans: usize, ow: usize, threads: usiz
     best
 }
 
+/// Weights a thread's run of tasks keeps reusing from its core's L2 cache: half of the 1 MiB
+/// L2 of the Zen 4 and Xeon cores measured, the rest for the input rows and the output.
+const L2_WEIGHTS: usize = 512 * 1024;
+
+/// The order of a conv's tasks, `groups` (of output blocks) × `rows` (images × output rows ×
+/// spans). The threads take contiguous shares of it, so the order decides what each core
+/// reads again from its L2 and what from further away. Groups come in chunks whose weights
+/// fit [`L2_WEIGHTS`]; inside a chunk the groups vary fastest, so a row of input is read once
+/// for the chunk's groups and the chunk's weights once per share. Small weights (a pointwise
+/// conv of few channels: one chunk) make the shares runs of rows of every group, each input
+/// row read once, where a share of whole groups read the whole input once per group (a 56 ×
+/// 56 pointwise conv to 256 channels, 2 threads: 1.12 → 1.03 × onnxruntime); large weights
+/// (512 channels of 3 × 3 at 7 × 7: 590 KB a pair of blocks) make chunks of one group, all
+/// rows of a group in a row while its weights stay in L2.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TaskOrder {
+    groups: usize,
+    rows: usize,
+    chunk: usize,
+}
+
+impl TaskOrder {
+    /// The order for `groups × rows` tasks whose group reads `group_bytes` of weights.
+    pub(super) fn new(groups: usize, rows: usize, group_bytes: usize) -> TaskOrder {
+        let chunk = (L2_WEIGHTS / group_bytes.max(1)).clamp(1, groups.max(1));
+        TaskOrder { groups, rows, chunk }
+    }
+
+    /// The number of tasks.
+    pub(super) fn len(&self) -> usize {
+        self.groups * self.rows
+    }
+
+    /// Task `t` (below [`TaskOrder::len`]) as `(group, row)`.
+    pub(super) fn at(&self, t: usize) -> (usize, usize) {
+        let per_chunk = self.rows * self.chunk;
+        let c = t / per_chunk;
+        // The last chunk may hold fewer groups.
+        let width = self.chunk.min(self.groups - c * self.chunk);
+        let i = t - c * per_chunk;
+        (c * self.chunk + i % width, i / width)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::balanced_spans;
+    use super::{L2_WEIGHTS, TaskOrder, balanced_spans};
+
+    /// Every (group, row) once; groups fastest inside a chunk, chunks of the weights that fit.
+    #[test]
+    fn task_order_covers_every_task_once_in_chunks() {
+        for (groups, rows, bytes) in [(8, 33, 8 << 10), (16, 7, 590 << 10), (5, 3, 200 << 10), (1, 1, 1), (3, 4, 0)] {
+            let order = TaskOrder::new(groups, rows, bytes);
+            let mut seen = vec![false; groups * rows];
+            let tasks: Vec<_> = (0..order.len()).map(|t| order.at(t)).collect();
+            for &(g, r) in &tasks {
+                assert!(g < groups && r < rows, "{groups}x{rows}: ({g}, {r})");
+                assert!(!std::mem::replace(&mut seen[g * rows + r], true), "({g}, {r}) twice");
+            }
+            assert!(seen.iter().all(|s| *s));
+            let chunk = (L2_WEIGHTS / bytes.max(1)).clamp(1, groups);
+            // Consecutive tasks inside a chunk: the next group of the same row, or the next row.
+            for w in tasks.windows(2) {
+                let ((g0, r0), (g1, r1)) = (w[0], w[1]);
+                let same_chunk = g0 / chunk == g1 / chunk;
+                assert!(!same_chunk || (r1 == r0 && g1 == g0 + 1) || (r1 == r0 + 1 && g1 % chunk == 0), "{w:?}");
+            }
+        }
+        // Small weights: all groups of row 0 first. Large: all rows of group 0 first.
+        let small = TaskOrder::new(8, 33, 8 << 10);
+        assert_eq!((0..8).map(|t| small.at(t)).collect::<Vec<_>>(), (0..8).map(|g| (g, 0)).collect::<Vec<_>>());
+        let large = TaskOrder::new(16, 7, 590 << 10);
+        assert_eq!((0..7).map(|t| large.at(t)).collect::<Vec<_>>(), (0..7).map(|r| (0, r)).collect::<Vec<_>>());
+        // 200 KB groups: chunks of 2, the last of 1.
+        let odd = TaskOrder::new(5, 3, 200 << 10);
+        assert_eq!(odd.at(0), (0, 0));
+        assert_eq!(odd.at(1), (1, 0));
+        assert_eq!(odd.at(2), (0, 1));
+        assert_eq!(odd.at(12), (4, 0));
+        assert_eq!(odd.at(14), (4, 2));
+    }
 
     /// Tasks per thread even where a row's spans alone leave a thread idle, never more spans
     /// than tiles, and unchanged where the tasks already share out.
