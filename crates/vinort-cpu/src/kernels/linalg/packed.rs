@@ -41,10 +41,14 @@ impl PackedB {
             return None;
         }
         let nb = n.div_ceil(BLOCK);
-        let w = Tensor::build::<f32>(&[nb * k * BLOCK], |p| {
+        // Every element written once, 16 columns of a row at a time (attention packs its
+        // `Kᵀ` and `V` on every run); the last block's columns past N are zeroed.
+        let w = Tensor::build_full::<f32>(&[nb * k * BLOCK], |p| {
             for (i, row) in b.chunks_exact(n).enumerate() {
-                for (j, v) in row.iter().enumerate() {
-                    p[((j / BLOCK) * k + i) * BLOCK + j % BLOCK] = *v;
+                for (jb, cols) in row.chunks(BLOCK).enumerate() {
+                    let at = (jb * k + i) * BLOCK;
+                    p[at..at + cols.len()].copy_from_slice(cols);
+                    p[at + cols.len()..at + BLOCK].fill(0.0);
                 }
             }
         });
