@@ -256,21 +256,51 @@ const INLINE_BELOW_NS: u64 = 1_000_000;
 /// How often a short plan measures the placement it is not using, to follow a change.
 const REMEASURE_EVERY: u64 = 64;
 
-/// The last run time of a partition hosted on its pool and run on the caller's thread
-/// (nanoseconds, 0: not measured yet), and a run counter.
+/// Run times kept per placement: the estimate is their median, so one run slowed by another
+/// process (this VM's neighbours took single runs from 0.12 to 0.2 ms), or one lucky run of
+/// the placement that varies more, does not decide where the next [`REMEASURE_EVERY`] runs
+/// go; a lasting change shows after half of them. (A one-node GRU of 64 × 100 steps on 2
+/// threads stuck on hosting, 0.14–0.16 ms, in half the sittings; inline it runs 0.11 ms, as on
+/// one thread.)
+const KEPT: usize = 5;
+
+/// The last [`KEPT`] run times of a partition hosted on its pool and run on the caller's
+/// thread (nanoseconds, 0: not measured), and a run counter.
 #[derive(Default)]
 struct Placement {
-    hosted_ns: AtomicU64,
-    inline_ns: AtomicU64,
+    hosted: Times,
+    inline: Times,
     runs: AtomicU64,
 }
 
+/// A placement's last [`KEPT`] run times.
+#[derive(Default)]
+struct Times {
+    ns: [AtomicU64; KEPT],
+    next: AtomicU64,
+}
+
+impl Times {
+    /// The median kept run (the lower of the middle two of an even count), 0 before any.
+    fn estimate(&self) -> u64 {
+        let mut t: smallvec::SmallVec<[u64; KEPT]> =
+            self.ns.iter().map(|t| t.load(Ordering::Relaxed)).filter(|t| *t > 0).collect();
+        t.sort_unstable();
+        t.get(t.len().saturating_sub(1) / 2).copied().unwrap_or(0)
+    }
+
+    fn push(&self, ns: u64) {
+        let at = self.next.fetch_add(1, Ordering::Relaxed) as usize % KEPT;
+        self.ns[at].store(ns, Ordering::Relaxed);
+    }
+}
+
 impl Placement {
-    /// True to run this time on the caller's thread: never before a hosted run measured under
-    /// [`INLINE_BELOW_NS`]; then once to measure; then whichever was faster, measuring the
-    /// other every [`REMEASURE_EVERY`] runs.
+    /// True to run this time on the caller's thread: never before hosted runs measured under
+    /// [`INLINE_BELOW_NS`]; then once to measure; then whichever measured faster (the median
+    /// of its last [`KEPT`] runs), measuring the other every [`REMEASURE_EVERY`] runs.
     fn inline(&self) -> bool {
-        let (hosted, inline) = (self.hosted_ns.load(Ordering::Relaxed), self.inline_ns.load(Ordering::Relaxed));
+        let (hosted, inline) = (self.hosted.estimate(), self.inline.estimate());
         if hosted == 0 || hosted >= INLINE_BELOW_NS {
             return false;
         }
@@ -283,7 +313,7 @@ impl Placement {
 
     fn record(&self, inline: bool, took: std::time::Duration) {
         let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX).max(1);
-        if inline { &self.inline_ns } else { &self.hosted_ns }.store(ns, Ordering::Relaxed);
+        if inline { &self.inline } else { &self.hosted }.push(ns);
     }
 }
 

@@ -4,7 +4,8 @@ use super::*;
 
 /// A plan goes to the caller's thread only after a hosted run measured short, stays there
 /// while that is faster (re-measuring hosting every REMEASURE_EVERY runs), and goes back
-/// when hosting measured faster or the runs grew long.
+/// when hosting measured faster or the runs grew long for KEPT runs; one slow run moves
+/// nothing.
 #[test]
 fn short_plans_run_where_they_measured_faster() {
     use std::time::Duration;
@@ -16,11 +17,19 @@ fn short_plans_run_where_they_measured_faster() {
     let inline_runs = (0..REMEASURE_EVERY * 2).filter(|_| p.inline()).count() as u64;
     assert_eq!(inline_runs, REMEASURE_EVERY * 2 - 2, "inline, with hosting re-measured every {REMEASURE_EVERY} runs");
     p.record(true, Duration::from_micros(60));
+    assert_eq!(p.inline.estimate(), 5_000, "one slow inline run (a neighbour's noise) moves nothing");
+    for _ in 1..KEPT {
+        p.record(true, Duration::from_micros(60));
+    }
     assert!(
         (0..REMEASURE_EVERY - 1).all(|_| !p.inline()) && p.inline(),
-        "hosted once it is faster, inline re-measured"
+        "hosted once it is faster over the kept runs, inline re-measured"
     );
     p.record(false, Duration::from_millis(1));
+    assert_eq!(p.hosted.estimate(), 40_000, "one long hosted run moves nothing");
+    for _ in 1..KEPT {
+        p.record(false, Duration::from_millis(1));
+    }
     assert!((0..REMEASURE_EVERY * 2).all(|_| !p.inline()), "long runs are always hosted");
 }
 
