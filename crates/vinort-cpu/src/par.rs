@@ -37,6 +37,16 @@ pub(crate) const TREE_VISITS: usize = 1 << 14;
 thread_local! {
     /// Set while this thread runs a one-thread partition's plan itself (see [`Serial`]).
     static SERIAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set while this thread hosts a plan whose pool's other workers are kept polling
+    /// ([`with_warm_workers`]).
+    static HOSTING_WARM: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// True on a thread whose pool's other workers are polling for its jobs right now (it hosts a
+/// plan under [`with_warm_workers`], or it is one of the keepers): a split then costs a push
+/// and a steal, no wake-up, and pays for far less work than the thresholds here assume.
+pub(crate) fn warm() -> bool {
+    !serial() && (HOSTING_WARM.get() || KEEPING.get())
 }
 
 /// True while the calling thread runs the plan of a partition asked to use one thread, on its
@@ -97,8 +107,19 @@ pub(crate) fn with_warm_workers<R: Send>(run: impl FnOnce() -> R + Send) -> R {
         // Set when the plan ends, also by a panic's unwinding: the scope then waits for the
         // keepers, which must see it.
         let _done = Done(&done);
+        let outer = HOSTING_WARM.replace(true);
+        let _restore = Restore(outer);
         run()
     })
+}
+
+/// Puts back the host's earlier [`HOSTING_WARM`] when dropped (also by a panic's unwinding).
+struct Restore(bool);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        HOSTING_WARM.set(self.0);
+    }
 }
 
 /// Sets its flag when dropped.
@@ -204,5 +225,23 @@ mod tests {
         assert!(caught.is_err());
         // The pool still works afterwards.
         assert_eq!(p.install(|| with_warm_workers(|| (0..100u32).into_par_iter().sum::<u32>())), 4950);
+        // And the host is no longer marked warm after the unwinding.
+        assert!(!p.install(super::warm));
+    }
+
+    /// A plan's host sees its pool warm while the plan runs, and not before or after, nor
+    /// inside a one-thread plan it runs itself.
+    #[test]
+    fn warm_only_while_a_plan_is_hosted_with_keepers() {
+        let p = pool(2);
+        assert!(!p.install(super::warm));
+        assert!(p.install(|| with_warm_workers(super::warm)));
+        assert!(!p.install(|| with_warm_workers(|| {
+            let _serial = super::Serial::enter();
+            super::warm()
+        })));
+        assert!(!p.install(super::warm));
+        // A one-thread pool has no keepers.
+        assert!(!pool(1).install(|| with_warm_workers(super::warm)));
     }
 }

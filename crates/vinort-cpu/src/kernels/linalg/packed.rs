@@ -94,7 +94,8 @@ impl PackedB {
                 // CPU runs the kernel, and each task writes only its own group's columns.
                 unsafe { few.group(g, out.0) }
             };
-            if groups > 1 && crate::par::worth(rows * n * k, few::PARALLEL_MACS) {
+            let bar = if crate::par::warm() { few::WARM_PARALLEL_MACS } else { few::PARALLEL_MACS };
+            if groups > 1 && crate::par::worth(rows * n * k, bar) {
                 use rayon::prelude::*;
                 (0..groups).into_par_iter().for_each(task);
             } else {
