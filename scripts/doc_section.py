@@ -7,7 +7,7 @@
 
 Markers: `<!-- NAME_BEGIN -->` and `<!-- NAME_END -->`. Every generator of docs/performance.md
 writes its own section: scripts/perf-table the one of the CPU kind it runs on (KIND_AVX2 or
-KIND_AVX512), scripts/perf-corpus CORPUS, scripts/perf-tool-models TOOLS, scripts/perf-memory
+KIND_AVX512; KIND_AVX2_CAPPED under VINORT_CPU_ISA=avx2 on AVX-512), scripts/perf-corpus CORPUS, scripts/perf-tool-models TOOLS, scripts/perf-memory
 MEMORY, scripts/perf-kernels KERNELS; the other sections are written by hand from the issues'
 measurements.
 """

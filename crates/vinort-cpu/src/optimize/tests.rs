@@ -353,10 +353,11 @@ proptest! {
 
     /// Dynamic quantization's MatMulInteger + Cast + Mul by the scales + bias + residual +
     /// activation is one kernel, bit for bit the unfused graph; weights i8 or u8, per-tensor or
-    /// per-column scales and zero points.
+    /// per-column scales and zero points; products of up to 2 × 110 × 260 outputs, past the size
+    /// from which the fused tail runs in parallel blocks of rows.
     #[test]
-    fn integer_matmul_tail_is_exact(seed in any::<u64>(), act in 0usize..8, m in 1usize..7, k in 1usize..40,
-                                    n in 1usize..20, per_column in any::<bool>(), unsigned in any::<bool>()) {
+    fn integer_matmul_tail_is_exact(seed in any::<u64>(), act in 0usize..8, (m, n) in prop_oneof![(1usize..7, 1usize..20), (90usize..110, 200usize..260)],
+                                    k in 1usize..40, per_column in any::<bool>(), unsigned in any::<bool>()) {
         let mut rng = StdRng::seed_from_u64(seed);
         let cols = if per_column { n } else { 1 };
         let ws = Tensor::from_vec(&[cols], (0..cols).map(|_| rng.random_range(0.001f32..0.05)).collect()).unwrap_or_else(|e| panic!("{e}"));
