@@ -44,8 +44,9 @@ pub fn erf_f32(x: f32) -> f32 {
     crate::vmath::erf::<false>(x)
 }
 
-/// Gelu-20 with `approximate="none"` in f32: `0.5 v (1 + erf(v / sqrt 2))`. The Gelu kernel,
-/// the fused GELU and the optimizer's epilogue all use this one formula.
+/// Gelu-20 with `approximate="none"` in f32: `0.5 v (1 + erf(v / sqrt 2))`, with the multiply-adds
+/// unfused as on the portable path. The f32 Gelu kernel and the epilogues run the vector loops
+/// of `vmath::Fun::Gelu`, whose AVX paths fuse them (within an ulp or two of this form).
 #[inline(always)]
 pub fn gelu_f32(v: f32) -> f32 {
     crate::vmath::gelu::<false>(v)
